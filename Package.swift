@@ -1,0 +1,166 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Swift 6 language mode (strict concurrency) everywhere; scripts/test adds -warnings-as-errors.
+let strict: [SwiftSetting] = []
+
+let package = Package(
+    name: "cast2mqtt",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "cast2mqtt", targets: ["cast2mqtt"]),
+        .executable(name: "cast-sim", targets: ["cast-sim"]),
+        .library(name: "CastProtocol", targets: ["CastProtocol"]),
+        .library(name: "CastClient", targets: ["CastClient"]),
+        .library(name: "CastSimulator", targets: ["CastSimulator"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // Pure Cast v2 protocol: framing, CastMessage, payloads, connection state machine.
+        .target(
+            name: "CastProtocol",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            exclude: ["Proto/cast_channel.proto", "Proto/ORIGIN.md"],
+            swiftSettings: strict
+        ),
+        // SwiftNIO + NIOSSL client for one Cast device.
+        .target(
+            name: "CastClient",
+            dependencies: [
+                "CastProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // Simulated Cast devices (TLS server on loopback) with fault injection.
+        .target(
+            name: "CastSimulator",
+            dependencies: [
+                "CastProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "cast-sim",
+            dependencies: [
+                "CastSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // libmosquitto, wrapped by the MQTT target only.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .target(
+            name: "MQTT",
+            dependencies: [
+                "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Avahi client, wrapped by the Discovery target only.
+        .systemLibrary(
+            name: "CAvahi",
+            pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
+        .target(
+            name: "Discovery",
+            dependencies: [
+                "CAvahi",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The domain: MQTT contract <-> Cast, through protocols only.
+        .target(
+            name: "Bridge",
+            dependencies: [
+                "CastProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "cast2mqtt",
+            dependencies: [
+                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
+        .target(
+            name: "TestSupport",
+            dependencies: [],
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CastProtocolTests",
+            dependencies: ["CastProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CastClientTests",
+            dependencies: ["CastClient", "CastSimulator", "CastProtocol", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CastSimulatorTests",
+            dependencies: ["CastSimulator", "CastProtocol", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DiscoveryTests",
+            dependencies: ["Discovery", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BridgeTests",
+            dependencies: ["Bridge", "CastProtocol"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

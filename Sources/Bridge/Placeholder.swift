@@ -1,0 +1,2 @@
+// Bridge — placeholder until the module lands.
+enum BridgePlaceholder {}

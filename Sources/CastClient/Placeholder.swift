@@ -1,0 +1,2 @@
+// CastClient — placeholder until the module lands.
+enum CastClientPlaceholder {}

@@ -1,0 +1,2 @@
+// CastSimulator — placeholder until the module lands.
+enum CastSimulatorPlaceholder {}

@@ -1,0 +1,2 @@
+// Discovery — placeholder until the module lands.
+enum DiscoveryPlaceholder {}

@@ -1,0 +1,2 @@
+// MQTT — placeholder until the module lands.
+enum MQTTPlaceholder {}

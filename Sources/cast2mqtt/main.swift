@@ -1,0 +1,1 @@
+print("cast2mqtt: not yet")
