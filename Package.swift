@@ -1,8 +1,8 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
-// Swift 6 language mode (strict concurrency) everywhere; scripts/test adds -warnings-as-errors.
-let strict: [SwiftSetting] = []
+// Swift 6 language mode (strict concurrency) everywhere, and every warning is an error.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "cast2mqtt",
