@@ -26,7 +26,7 @@ public final class ManagedProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: logDir, withIntermediateDirectories: true)
         let base = logName ?? URL(fileURLWithPath: path).lastPathComponent
         self.logPath = "\(logDir)/\(base)-\(UUID().uuidString.prefix(8)).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)

@@ -1,0 +1,465 @@
+/// Settings of one device connection.
+public struct CastConnectionConfiguration: Sendable, Hashable {
+    /// How often we PING the device.
+    public var heartbeatInterval: Duration
+    /// The connection is dead when nothing at all arrived for this long.
+    public var heartbeatTimeout: Duration
+    /// Default deadline of a request that expects an answer.
+    public var requestTimeout: Duration
+    public var backoff: ReconnectBackoff
+    /// Our endpoint id (`sender-0`, like pychromecast and go-chromecast).
+    public var senderID: String
+    /// The user agent sent in CONNECT.
+    public var userAgent: String
+
+    public init(heartbeatInterval: Duration = .seconds(5), heartbeatTimeout: Duration = .seconds(15),
+                requestTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff(),
+                senderID: String = CastEndpoint.sender, userAgent: String = "cast2mqtt") {
+        self.heartbeatInterval = heartbeatInterval
+        self.heartbeatTimeout = heartbeatTimeout
+        self.requestTimeout = requestTimeout
+        self.backoff = backoff
+        self.senderID = senderID
+        self.userAgent = userAgent
+    }
+}
+
+/// Why a connection ended (or never came up).
+public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
+    /// Nothing arrived within the heartbeat timeout.
+    case heartbeatTimeout
+    /// The peer closed the TCP connection.
+    case closedByPeer
+    /// The device closed the platform virtual connection (CLOSE from `receiver-0`).
+    case closedByDevice
+    /// A frame was oversized, empty or not a Cast message.
+    case protocolError(String)
+    /// A socket or TLS error.
+    case networkError(String)
+    /// Connecting failed (refused, unreachable, TLS handshake).
+    case connectFailed(String)
+    /// We are shutting down.
+    case shutdown
+
+    public var description: String {
+        switch self {
+        case .heartbeatTimeout: return "heartbeat timeout"
+        case .closedByPeer: return "connection closed by the device"
+        case .closedByDevice: return "device closed the platform channel"
+        case .protocolError(let why): return "protocol error: \(why)"
+        case .networkError(let why): return "network error: \(why)"
+        case .connectFailed(let why): return "connect failed: \(why)"
+        case .shutdown: return "shutdown"
+        }
+    }
+}
+
+/// Why a request failed without an answer from the device.
+public enum CastRequestFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    case timeout
+    case notConnected
+    case connectionLost
+    case shuttingDown
+
+    public var description: String {
+        switch self {
+        case .timeout: return "the device did not answer in time"
+        case .notConnected: return "the device is not connected"
+        case .connectionLost: return "the connection to the device was lost"
+        case .shuttingDown: return "the client is shutting down"
+        }
+    }
+}
+
+/// What the connection reports upwards.
+public enum CastConnectionEvent: Sendable, Hashable {
+    /// The device answered on a new connection: it is usable (availability `online`).
+    case connected
+    /// A connection that had been answered ended.
+    case disconnected(CastDisconnectReason)
+    /// The device closed the virtual connection of an app endpoint (that app's session ended).
+    case virtualConnectionClosed(endpoint: String)
+    /// Any message from the device other than heartbeats and connection control.
+    case message(CastMessage)
+}
+
+/// The connection to one Cast device as a value: it takes events (what happened) and returns
+/// actions (what to do), so that the channel handler is the only place that does I/O and every
+/// rule here is tested with a manual clock.
+///
+/// States:
+/// - `idle`: not started.
+/// - `connecting(attempt)`: a TCP + TLS connect is under way.
+/// - `open(session)`: the channel is active; `session.answered` turns true with the first
+///   message from the device (only then is the device `connected`).
+/// - `waiting(attempt, until)`: backing off before the next connect.
+/// - `shutDown`: final.
+///
+/// Actions: `connect`, `write(messages)`, `close(reason)`, `scheduleTimer(deadline)` (the single
+/// timer of the connection: heartbeat, liveness and request deadlines),
+/// `scheduleReconnect(at, delay)`, `completeRequest(id, message)`, `failRequests(ids, failure)`,
+/// `emit(event)`.
+public struct CastConnectionStateMachine<Instant: InstantProtocol>: Sendable
+where Instant.Duration == Duration, Instant: Sendable {
+    public enum Action: Sendable, Hashable {
+        case connect
+        case write([CastMessage])
+        case close(CastDisconnectReason)
+        case scheduleTimer(Instant)
+        case scheduleReconnect(at: Instant, delay: Duration)
+        case completeRequest(id: Int, message: CastMessage)
+        case failRequests(ids: [Int], failure: CastRequestFailure)
+        case emit(CastConnectionEvent)
+    }
+
+    struct Session: Sendable {
+        var lastReceived: Instant
+        var lastPingSent: Instant
+        var answered = false
+        var endpoints: Set<String> = []
+        var pending: [Int: Instant] = [:]
+        var internalRequests: Set<Int> = []
+    }
+
+    enum State: Sendable {
+        case idle
+        case connecting(attempt: Int)
+        case open(Session, attempt: Int)
+        case waiting(attempt: Int, until: Instant)
+        case shutDown
+    }
+
+    public let configuration: CastConnectionConfiguration
+    private var state: State = .idle
+    private var nextRequestID = 1
+
+    public init(configuration: CastConnectionConfiguration) {
+        self.configuration = configuration
+    }
+
+    // MARK: - Introspection
+
+    /// True once the device answered on the current connection.
+    public var isConnected: Bool {
+        if case .open(let session, _) = state { return session.answered }
+        return false
+    }
+
+    /// True while a channel is open (answered or not).
+    public var isOpen: Bool {
+        if case .open = state { return true }
+        return false
+    }
+
+    public var isShutDown: Bool {
+        if case .shutDown = state { return true }
+        return false
+    }
+
+    /// Endpoints with an open virtual connection.
+    public var connectedEndpoints: Set<String> {
+        if case .open(let session, _) = state { return session.endpoints }
+        return []
+    }
+
+    /// Request ids awaiting an answer.
+    public var pendingRequestIDs: [Int] {
+        if case .open(let session, _) = state { return session.pending.keys.sorted() }
+        return []
+    }
+
+    /// A short name of the state (for logs and tests).
+    public var stateName: String {
+        switch state {
+        case .idle: return "idle"
+        case .connecting: return "connecting"
+        case .open(let s, _): return s.answered ? "connected" : "open"
+        case .waiting: return "waiting"
+        case .shutDown: return "shutDown"
+        }
+    }
+
+    // MARK: - Events
+
+    /// Start connecting.
+    public mutating func start() -> [Action] {
+        guard case .idle = state else { return [] }
+        state = .connecting(attempt: 0)
+        return [.connect]
+    }
+
+    /// The TCP + TLS connect failed.
+    public mutating func connectFailed(_ reason: CastDisconnectReason, now: Instant, jitter: Double) -> [Action] {
+        guard case .connecting(let attempt) = state else { return [] }
+        return backOff(attempt: attempt + 1, now: now, jitter: jitter)
+    }
+
+    /// The channel is up: open the platform virtual connection and ask for the receiver status.
+    public mutating func channelActive(now: Instant) -> [Action] {
+        guard case .connecting(let attempt) = state else { return [] }
+        var session = Session(lastReceived: now, lastPingSent: now)
+        let id = allocateRequestID()
+        session.endpoints.insert(CastEndpoint.receiver)
+        session.pending[id] = now.advanced(by: configuration.requestTimeout)
+        session.internalRequests.insert(id)
+        state = .open(session, attempt: attempt)
+        let messages = [
+            connectMessage(to: CastEndpoint.receiver),
+            heartbeat(.ping),
+            message(to: CastEndpoint.receiver, namespace: CastNamespace.receiver,
+                    json: ReceiverRequest.getStatus.json(requestId: id)),
+        ]
+        return [.write(messages), .scheduleTimer(nextDeadline(session))]
+    }
+
+    /// A message arrived from the device.
+    public mutating func messageReceived(_ message: CastMessage, now: Instant) -> [Action] {
+        guard case .open(var session, var attempt) = state else { return [] }
+        var actions: [Action] = []
+        session.lastReceived = now
+        if !session.answered {
+            session.answered = true
+            attempt = 0
+            actions.append(.emit(.connected))
+        }
+        defer { if case .open = state { state = .open(session, attempt: attempt) } }
+
+        switch message.namespace {
+        case CastNamespace.heartbeat:
+            if HeartbeatMessage.parse(message.payload) == .ping {
+                var pong = heartbeat(.pong)
+                pong.destinationID = message.sourceID
+                actions.append(.write([pong]))
+            }
+            return actions
+        case CastNamespace.connection:
+            if case .close = ConnectionMessage.parse(message.payload) {
+                if message.sourceID == CastEndpoint.receiver {
+                    state = .open(session, attempt: attempt)
+                    return actions + channelClosingActions(.closedByDevice)
+                }
+                session.endpoints.remove(message.sourceID)
+                actions.append(.emit(.virtualConnectionClosed(endpoint: message.sourceID)))
+            }
+            return actions
+        default:
+            break
+        }
+        if let header = CastPayloadHeader.parse(message.payload), let id = header.requestId, id != 0,
+           session.pending[id] != nil, header.type != "LAUNCH_STATUS" {
+            session.pending[id] = nil
+            if session.internalRequests.remove(id) == nil {
+                actions.append(.completeRequest(id: id, message: message))
+            }
+        }
+        actions.append(.emit(.message(message)))
+        return actions
+    }
+
+    /// The connection's timer fired: heartbeat, liveness, request deadlines, or backoff expiry.
+    public mutating func timerFired(now: Instant) -> [Action] {
+        switch state {
+        case .open(var session, let attempt):
+            if now >= session.lastReceived.advanced(by: configuration.heartbeatTimeout) {
+                return channelClosingActions(.heartbeatTimeout)
+            }
+            var actions: [Action] = []
+            if now >= session.lastPingSent.advanced(by: configuration.heartbeatInterval) {
+                session.lastPingSent = now
+                actions.append(.write([heartbeat(.ping)]))
+            }
+            let expired = session.pending.filter { $0.value <= now }.map(\.key).sorted()
+            if !expired.isEmpty {
+                for id in expired { session.pending[id] = nil }
+                let visible = expired.filter { session.internalRequests.remove($0) == nil }
+                if !visible.isEmpty { actions.append(.failRequests(ids: visible, failure: .timeout)) }
+            }
+            state = .open(session, attempt: attempt)
+            actions.append(.scheduleTimer(nextDeadline(session)))
+            return actions
+        case .waiting(let attempt, let until):
+            guard now >= until else { return [] }
+            state = .connecting(attempt: attempt)
+            return [.connect]
+        default:
+            return []
+        }
+    }
+
+    /// Reconnect at once (e.g. mDNS announced the device again or at a new address).
+    public mutating func reconnectNow() -> [Action] {
+        guard case .waiting(let attempt, _) = state else { return [] }
+        state = .connecting(attempt: attempt)
+        return [.connect]
+    }
+
+    /// Close the current channel deliberately (e.g. the device moved); it reconnects with backoff.
+    public mutating func dropConnection(_ reason: CastDisconnectReason) -> [Action] {
+        guard case .open = state else { return [] }
+        return channelClosingActions(reason)
+    }
+
+    /// The channel closed (after `close`, or by the peer, or on error). Fails pending requests,
+    /// reports the disconnect, schedules the reconnect.
+    public mutating func channelClosed(_ reason: CastDisconnectReason, now: Instant, jitter: Double) -> [Action] {
+        switch state {
+        case .open(let session, let attempt):
+            var actions: [Action] = []
+            let ids = session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
+            if !ids.isEmpty { actions.append(.failRequests(ids: ids, failure: .connectionLost)) }
+            if session.answered { actions.append(.emit(.disconnected(reason))) }
+            return actions + backOff(attempt: attempt + 1, now: now, jitter: jitter)
+        case .connecting(let attempt):
+            return backOff(attempt: attempt + 1, now: now, jitter: jitter)
+        default:
+            return []
+        }
+    }
+
+    /// Allocates a request id and builds the actions to send a request that expects an answer.
+    /// Throws `notConnected` unless the device has answered on the current connection.
+    /// Opens the virtual connection to `destination` first when needed.
+    public mutating func sendRequest(
+        namespace: String, destination: String, timeout: Duration? = nil, now: Instant,
+        payload: (Int) -> CastPayload
+    ) throws(CastRequestFailure) -> (id: Int, actions: [Action]) {
+        guard case .open(var session, let attempt) = state, session.answered else {
+            if case .shutDown = state { throw .shuttingDown }
+            throw .notConnected
+        }
+        let id = allocateRequestID()
+        var messages: [CastMessage] = []
+        if !session.endpoints.contains(destination) {
+            session.endpoints.insert(destination)
+            messages.append(connectMessage(to: destination))
+        }
+        messages.append(CastMessage(sourceID: configuration.senderID, destinationID: destination,
+                                    namespace: namespace, payload: payload(id)))
+        session.pending[id] = now.advanced(by: timeout ?? configuration.requestTimeout)
+        state = .open(session, attempt: attempt)
+        return (id, [.write(messages), .scheduleTimer(nextDeadline(session))])
+    }
+
+    /// Sends a message that expects no answer (e.g. a custom-namespace message), opening the
+    /// virtual connection to `destination` first when needed.
+    public mutating func send(namespace: String, destination: String, payload: CastPayload) throws(CastRequestFailure) -> [Action] {
+        guard case .open(var session, let attempt) = state, session.answered else {
+            if case .shutDown = state { throw .shuttingDown }
+            throw .notConnected
+        }
+        var messages: [CastMessage] = []
+        if !session.endpoints.contains(destination) {
+            session.endpoints.insert(destination)
+            messages.append(connectMessage(to: destination))
+        }
+        messages.append(CastMessage(sourceID: configuration.senderID, destinationID: destination,
+                                    namespace: namespace, payload: payload))
+        state = .open(session, attempt: attempt)
+        return [.write(messages)]
+    }
+
+    /// Opens a virtual connection to an app endpoint (no-op when already open).
+    public mutating func connectEndpoint(_ endpoint: String) -> [Action] {
+        guard case .open(var session, let attempt) = state, !session.endpoints.contains(endpoint) else { return [] }
+        session.endpoints.insert(endpoint)
+        state = .open(session, attempt: attempt)
+        return [.write([connectMessage(to: endpoint)])]
+    }
+
+    /// Closes the virtual connection to an endpoint, politely.
+    public mutating func closeEndpoint(_ endpoint: String) -> [Action] {
+        guard case .open(var session, let attempt) = state, session.endpoints.contains(endpoint) else { return [] }
+        session.endpoints.remove(endpoint)
+        state = .open(session, attempt: attempt)
+        return [.write([closeMessage(to: endpoint)])]
+    }
+
+    /// Forget an endpoint the device already closed or that no longer exists.
+    public mutating func forgetEndpoint(_ endpoint: String) {
+        guard case .open(var session, let attempt) = state else { return }
+        session.endpoints.remove(endpoint)
+        state = .open(session, attempt: attempt)
+    }
+
+    /// The owner gave up waiting on a request (e.g. it was cancelled): stop tracking it.
+    public mutating func cancelRequest(_ id: Int) {
+        guard case .open(var session, let attempt) = state else { return }
+        session.pending[id] = nil
+        state = .open(session, attempt: attempt)
+    }
+
+    /// Shut down: close every virtual connection politely (apps first, then the platform), close
+    /// the channel, fail what is pending. Final.
+    public mutating func shutdown() -> [Action] {
+        let previous = state
+        state = .shutDown
+        switch previous {
+        case .open(let session, _):
+            var actions: [Action] = []
+            let apps = session.endpoints.filter { $0 != CastEndpoint.receiver }.sorted()
+            var closes = apps.map { closeMessage(to: $0) }
+            if session.endpoints.contains(CastEndpoint.receiver) { closes.append(closeMessage(to: CastEndpoint.receiver)) }
+            if !closes.isEmpty { actions.append(.write(closes)) }
+            let ids = session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
+            if !ids.isEmpty { actions.append(.failRequests(ids: ids, failure: .shuttingDown)) }
+            actions.append(.close(.shutdown))
+            if session.answered { actions.append(.emit(.disconnected(.shutdown))) }
+            return actions
+        case .connecting:
+            return [.close(.shutdown)]
+        default:
+            return []
+        }
+    }
+
+    // MARK: - Helpers
+
+    private mutating func allocateRequestID() -> Int {
+        let id = nextRequestID
+        nextRequestID = nextRequestID >= Int(Int32.max) ? 1 : nextRequestID + 1
+        return id
+    }
+
+    private mutating func backOff(attempt: Int, now: Instant, jitter: Double) -> [Action] {
+        let delay = configuration.backoff.delay(attempt: attempt, jitter: jitter)
+        let until = now.advanced(by: delay)
+        state = .waiting(attempt: attempt, until: until)
+        return [.scheduleReconnect(at: until, delay: delay)]
+    }
+
+    /// Actions that end the open channel for `reason`: `close`, after which the owner calls
+    /// `channelClosed` when the channel is really gone.
+    private func channelClosingActions(_ reason: CastDisconnectReason) -> [Action] {
+        [.close(reason)]
+    }
+
+    private func nextDeadline(_ session: Session) -> Instant {
+        var deadline = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
+        let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
+        if dead < deadline { deadline = dead }
+        if let earliest = session.pending.values.min(), earliest < deadline { deadline = earliest }
+        return deadline
+    }
+
+    private func message(to destination: String, namespace: String, json: String) -> CastMessage {
+        CastMessage(sourceID: configuration.senderID, destinationID: destination, namespace: namespace,
+                    payload: .string(json))
+    }
+
+    private func heartbeat(_ kind: HeartbeatMessage) -> CastMessage {
+        message(to: CastEndpoint.receiver, namespace: CastNamespace.heartbeat, json: kind.json())
+    }
+
+    private func connectMessage(to destination: String) -> CastMessage {
+        let info = SenderInfo(version: "cast2mqtt", platform: 6, systemVersion: "Linux")
+        // connType 0 (strong) everywhere: LAUNCH is refused on invisible connections, and we
+        // want app notifications.
+        let connect = ConnectionMessage.connect(userAgent: configuration.userAgent, connType: 0,
+                                                senderInfo: info, protocolVersions: nil)
+        return message(to: destination, namespace: CastNamespace.connection, json: connect.json())
+    }
+
+    private func closeMessage(to destination: String) -> CastMessage {
+        message(to: destination, namespace: CastNamespace.connection, json: ConnectionMessage.close(reasonCode: 5).json())
+    }
+}
