@@ -162,9 +162,11 @@ where Instant.Duration == Duration, Instant: Sendable {
         return []
     }
 
-    /// Request ids awaiting an answer.
+    /// Request ids awaiting an answer (not counting the machine's own status request).
     public var pendingRequestIDs: [Int] {
-        if case .open(let session, _) = state { return session.pending.keys.sorted() }
+        if case .open(let session, _) = state {
+            return session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
+        }
         return []
     }
 
@@ -245,6 +247,9 @@ where Instant.Duration == Duration, Instant: Sendable {
         default:
             break
         }
+        // The message is delivered first, so that the owner's view of the device is up to date
+        // by the time the request it answers completes.
+        actions.append(.emit(.message(message)))
         if let header = CastPayloadHeader.parse(message.payload), let id = header.requestId, id != 0,
            session.pending[id] != nil, header.type != "LAUNCH_STATUS" {
             session.pending[id] = nil
@@ -252,7 +257,6 @@ where Instant.Duration == Duration, Instant: Sendable {
                 actions.append(.completeRequest(id: id, message: message))
             }
         }
-        actions.append(.emit(.message(message)))
         return actions
     }
 

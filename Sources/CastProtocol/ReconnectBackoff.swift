@@ -23,7 +23,7 @@ public struct ReconnectBackoff: Sendable, Hashable {
         let cap = maximum.seconds
         let exponent = Double(max(0, attempt - 1))
         let value = min(cap, base * Foundation.pow(multiplier, min(exponent, 64)))
-        return .seconds(value)
+        return .milliseconds(Int64((value * 1000).rounded()))
     }
 
     /// The delay before retry number `attempt`; `jitter` in 0...1 picks a point in the spread
@@ -32,7 +32,8 @@ public struct ReconnectBackoff: Sendable, Hashable {
         let j = min(max(jitter, 0), 1)
         let factor = 1 - jitterSpread + 2 * jitterSpread * j
         let value = min(maximum.seconds, nominalDelay(attempt: attempt).seconds * factor)
-        return .seconds(max(0, value))
+        // Millisecond resolution: plenty for reconnects, and exact to compare.
+        return .milliseconds(Int64((max(0, value) * 1000).rounded()))
     }
 }
 

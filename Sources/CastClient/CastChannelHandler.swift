@@ -1,0 +1,42 @@
+import CastProtocol
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// Last handler of a device channel: hands decoded messages, TLS readiness, errors and closure
+/// to the `DeviceConnection` that owns the channel. Runs on the connection's event loop.
+final class CastChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = CastMessage
+
+    private let connection: DeviceConnection
+    private let generation: Int
+
+    init(connection: DeviceConnection, generation: Int) {
+        self.connection = connection
+        self.generation = generation
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        connection.received(unwrapInboundIn(data), generation: generation)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls {
+            let fingerprint = (try? context.pipeline.syncOperations.nioSSL_peerCertificate())
+                .flatMap { $0 }
+                .flatMap { try? CertificateFingerprint.sha256($0.toDERBytes()) }
+            connection.tlsReady(channel: context.channel, fingerprint: fingerprint, generation: generation)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        connection.failed(error, generation: generation)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.closed(generation: generation)
+        context.fireChannelInactive()
+    }
+}

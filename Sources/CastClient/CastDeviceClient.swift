@@ -1,0 +1,274 @@
+import CastProtocol
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+
+/// The client of one Cast device: owns connect → session → backoff → reconnect, joins a running
+/// app instead of relaunching it, and offers the receiver and media commands as async calls that
+/// complete with the device's answer or a typed `CastError`.
+///
+/// Run it as a ServiceLifecycle `Service` (or call `start()` / `shutdown()`); read `events`
+/// from exactly one task.
+public final class CastDeviceClient: Service, Sendable {
+    public let address: CastDeviceAddress
+    public let events: AsyncStream<CastClientEvent>
+    private let connection: DeviceConnection
+    private var eventLoop: any EventLoop { connection.eventLoop }
+
+    /// - Parameters:
+    ///   - eventLoop: the loop this device lives on (pick one from a shared group: many
+    ///     devices share a few loops, no thread per device).
+    public init(address: CastDeviceAddress, configuration: CastConnectionConfiguration = .init(),
+                eventLoop: any EventLoop, logger: Logger) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        // Devices present self-signed certificates; we record the fingerprint instead.
+        tls.certificateVerification = .none
+        let context = try NIOSSLContext(configuration: tls)
+        let (stream, continuation) = AsyncStream.makeStream(of: CastClientEvent.self)
+        self.address = address
+        self.events = stream
+        self.connection = DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
+                                           sslContext: context, logger: logger, continuation: continuation)
+    }
+
+    // MARK: - Lifecycle
+
+    /// Starts connecting (returns at once; progress arrives on `events`).
+    public func start() {
+        eventLoop.execute { self.connection.start() }
+    }
+
+    /// Closes the virtual connections politely and the socket; pending requests fail with
+    /// `shuttingDown`; the event stream finishes. No reconnect afterwards.
+    public func shutdown() async {
+        let closed = eventLoop.flatSubmit { self.connection.shutdown() }
+        _ = try? await closed.get()
+    }
+
+    public func run() async throws {
+        start()
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// The device was seen at `address` (mDNS): reconnect now if it moved or while waiting.
+    public func update(address: CastDeviceAddress) {
+        eventLoop.execute { self.connection.update(address: address) }
+    }
+
+    /// SHA-256 fingerprint of the device's TLS certificate (`AB:CD:…`) on the last connection.
+    public var certificateFingerprint: String? {
+        get async { try? await eventLoop.submit { self.connection.fingerprint }.get() }
+    }
+
+    /// True once the device answered on the current connection.
+    public var isConnected: Bool {
+        get async { (try? await eventLoop.submit { self.connection.isConnected }.get()) ?? false }
+    }
+
+    /// The last receiver status, the joined app and its merged media status.
+    public var snapshot: (receiver: ReceiverStatus?, app: ReceiverApplication?, media: MediaStatus?) {
+        get async {
+            (try? await eventLoop.submit {
+                (self.connection.receiverStatus, self.connection.joinedApp, self.connection.mediaStatus)
+            }.get()) ?? (nil, nil, nil)
+        }
+    }
+
+    // MARK: - Receiver namespace
+
+    @discardableResult
+    public func getReceiverStatus() async throws -> ReceiverStatus {
+        try await receiverRequest(.getStatus)
+    }
+
+    /// LAUNCH; completes with the status that shows the app running (and joined).
+    @discardableResult
+    public func launch(appId: String) async throws -> ReceiverApplication {
+        try await call {
+            let launch = self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+                .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
+            }
+            return self.connection.waitForApp(appId, launch: launch)
+        }
+    }
+
+    /// Joins `appId` if it already runs, otherwise launches it; never relaunches a running app.
+    @discardableResult
+    public func ensureApp(_ appId: String) async throws -> ReceiverApplication {
+        if let app = await snapshot.app, app.appId == appId { return app }
+        return try await launch(appId: appId)
+    }
+
+    /// STOP of the running session (`sessionId` nil = the joined app's session).
+    @discardableResult
+    public func stopApp(sessionId: String? = nil) async throws -> ReceiverStatus {
+        let current = await snapshot.app?.sessionId
+        guard let id = sessionId ?? current else { throw CastError(.noApp, "no app is running") }
+        return try await receiverRequest(.stop(sessionId: id))
+    }
+
+    @discardableResult
+    public func setVolume(level: Double) async throws -> ReceiverStatus {
+        try await receiverRequest(.setVolume(level: level))
+    }
+
+    @discardableResult
+    public func setMuted(_ muted: Bool) async throws -> ReceiverStatus {
+        try await receiverRequest(.setMuted(muted))
+    }
+
+    private func receiverRequest(_ request: ReceiverRequest) async throws -> ReceiverStatus {
+        let reply = try await call {
+            self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+                .string(request.json(requestId: $0))
+            }
+        }
+        guard case .status(_, let status)? = try? ReceiverResponse.parse(reply.payload) else {
+            throw CastError(.unexpectedReply, "the device answered with something other than a receiver status")
+        }
+        return status
+    }
+
+    // MARK: - Media namespace
+
+    /// Media GET_STATUS on the joined app; nil when it has no media session.
+    @discardableResult
+    public func getMediaStatus() async throws -> MediaStatus? {
+        try await mediaRequest(needsSession: false) { _ in .getStatus(mediaSessionId: nil) }
+    }
+
+    /// LOAD on the joined app (use `ensureApp` first). Completes when the receiver reports the
+    /// loaded media, or with `loadFailed` / `loadCancelled`.
+    @discardableResult
+    public func load(_ request: LoadRequest) async throws -> MediaStatus? {
+        try await mediaRequest(needsSession: false) { _ in .load(request) }
+    }
+
+    @discardableResult
+    public func queueLoad(_ request: QueueLoadRequest) async throws -> MediaStatus? {
+        try await mediaRequest(needsSession: false) { _ in .queueLoad(request) }
+    }
+
+    @discardableResult
+    public func play() async throws -> MediaStatus? { try await mediaRequest { .play(mediaSessionId: $0) } }
+
+    @discardableResult
+    public func pause() async throws -> MediaStatus? { try await mediaRequest { .pause(mediaSessionId: $0) } }
+
+    /// Media STOP: ends the media session (not the app).
+    @discardableResult
+    public func stopMedia() async throws -> MediaStatus? { try await mediaRequest { .stop(mediaSessionId: $0) } }
+
+    /// SEEK to an absolute position; `resume` `PLAYBACK_START` or `PLAYBACK_PAUSE`.
+    @discardableResult
+    public func seek(to position: Double, resume: String? = nil) async throws -> MediaStatus? {
+        try await mediaRequest { .seek(mediaSessionId: $0, currentTime: position, relativeTime: nil, resumeState: resume) }
+    }
+
+    /// SEEK relative to the current position.
+    @discardableResult
+    public func seek(by offset: Double, resume: String? = nil) async throws -> MediaStatus? {
+        try await mediaRequest { .seek(mediaSessionId: $0, currentTime: nil, relativeTime: offset, resumeState: resume) }
+    }
+
+    @discardableResult
+    public func setPlaybackRate(_ rate: Double) async throws -> MediaStatus? {
+        try await mediaRequest { .setPlaybackRate(mediaSessionId: $0, rate: rate) }
+    }
+
+    @discardableResult
+    public func queueNext() async throws -> MediaStatus? { try await mediaRequest { .queueNext(mediaSessionId: $0) } }
+
+    @discardableResult
+    public func queuePrev() async throws -> MediaStatus? { try await mediaRequest { .queuePrev(mediaSessionId: $0) } }
+
+    @discardableResult
+    public func skipAd() async throws -> MediaStatus? { try await mediaRequest { .skipAd(mediaSessionId: $0) } }
+
+    /// STORE_SESSION: the session state the receiver hands out for a transfer.
+    public func storeSession() async throws -> JSONValue {
+        let reply = try await mediaReply(needsSession: true) { .storeSession(mediaSessionId: $0) }
+        guard case .sessionState(_, let state)? = try? MediaResponse.parse(reply.payload) else {
+            throw CastError(.unexpectedReply, "the receiver did not answer STORE_SESSION with a session state")
+        }
+        return state
+    }
+
+    /// RESUME_SESSION with a state from `storeSession` (on the joined app of this device).
+    @discardableResult
+    public func resumeSession(_ state: JSONValue) async throws -> MediaStatus? {
+        try await mediaRequest(needsSession: false) { _ in .resumeSession(sessionState: state) }
+    }
+
+    private func mediaRequest(needsSession: Bool = true, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> MediaStatus? {
+        _ = try await mediaReply(needsSession: needsSession, build)
+        return await snapshot.media
+    }
+
+    private func mediaReply(needsSession: Bool, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> CastMessage {
+        try await call {
+            let connection = self.connection
+            guard let app = connection.joinedApp, let transport = app.transportId else {
+                return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
+            }
+            let session = connection.mediaStatus?.mediaSessionId
+            if needsSession && session == nil {
+                return connection.eventLoop.makeFailedFuture(CastError(.noMediaSession, "there is no media session to control"))
+            }
+            let request = build(session ?? 0)
+            let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
+                                      namespace: CastNamespace.media, payload: .string(request.json(requestId: 0)))
+            if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
+            return connection.request(namespace: CastNamespace.media, destination: transport) {
+                .string(request.json(requestId: $0))
+            }
+        }
+    }
+
+    // MARK: - Custom namespaces
+
+    /// Sends a message to the joined app on `namespace`. With `awaitReply`, completes with the
+    /// next message the app sends on that namespace (or `timeout`).
+    @discardableResult
+    public func sendAppMessage(namespace: String, payload: CastPayload, awaitReply: Duration? = nil) async throws -> CastPayload? {
+        let reply: CastPayload? = try await call {
+            let connection = self.connection
+            guard let app = connection.joinedApp, let transport = app.transportId else {
+                return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
+            }
+            let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
+                                      namespace: namespace, payload: payload)
+            if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
+            let waiter = awaitReply.map { connection.nextAppMessage(namespace: namespace, timeout: $0) }
+            do {
+                try connection.send(namespace: namespace, destination: transport, payload: payload)
+            } catch {
+                waiter?.whenFailure { _ in }
+                return connection.eventLoop.makeFailedFuture(error)
+            }
+            return waiter.map { $0.map(Optional.some) } ?? connection.eventLoop.makeSucceededFuture(nil)
+        }
+        return reply
+    }
+
+    // MARK: - Helpers
+
+    private static func sizeError(_ message: CastMessage) -> CastError? {
+        let size = (try? message.serializedBytes().count) ?? Int.max
+        guard size + 16 > CastFraming.maxBodySize else { return nil }
+        return CastError(.payloadTooLarge, "the message would be \(size) bytes; Cast messages are limited to 64 KiB")
+    }
+
+    private func call<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) async throws -> T {
+        do {
+            return try await eventLoop.flatSubmit(body).get()
+        } catch let error as CastError {
+            throw error
+        } catch {
+            throw CastError(.connectionLost, "\(error)")
+        }
+    }
+}

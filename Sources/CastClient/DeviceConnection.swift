@@ -1,0 +1,391 @@
+import CastProtocol
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Host and port of a Cast device.
+public struct CastDeviceAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int = 8009) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The connection to one device across reconnects. Every stored property is touched only on
+/// `eventLoop` (the channel is bootstrapped on the same loop), which is what makes the
+/// `@unchecked Sendable` sound; each entry point asserts it.
+final class DeviceConnection: @unchecked Sendable {
+    typealias Machine = CastConnectionStateMachine<ContinuousClock.Instant>
+
+    let eventLoop: any EventLoop
+    private let logger: Logger
+    private let sslContext: NIOSSLContext
+    private let continuation: AsyncStream<CastClientEvent>.Continuation
+    private let clock = ContinuousClock()
+
+    private(set) var address: CastDeviceAddress
+    private var machine: Machine
+    private var channel: (any Channel)?
+    private var generation = 0
+    private var closeReason: CastDisconnectReason?
+    private var reconnectImmediately = false
+    private var timer: Scheduled<Void>?
+    private var reconnectTimer: Scheduled<Void>?
+    private var promises: [Int: EventLoopPromise<CastMessage>] = [:]
+    private var replyWaiters: [(id: Int, namespace: String, promise: EventLoopPromise<CastPayload>)] = []
+    private var appWaiters: [(id: Int, appId: String, promise: EventLoopPromise<ReceiverApplication>)] = []
+    private var nextWaiterID = 0
+
+    private(set) var fingerprint: String?
+    private(set) var receiverStatus: ReceiverStatus?
+    private(set) var joinedApp: ReceiverApplication?
+    private(set) var mediaStatus: MediaStatus?
+
+    init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, eventLoop: any EventLoop,
+         sslContext: NIOSSLContext, logger: Logger, continuation: AsyncStream<CastClientEvent>.Continuation) {
+        self.address = address
+        self.machine = Machine(configuration: configuration)
+        self.eventLoop = eventLoop
+        self.sslContext = sslContext
+        self.logger = logger
+        self.continuation = continuation
+    }
+
+    var isConnected: Bool { machine.isConnected }
+    var configuration: CastConnectionConfiguration { machine.configuration }
+
+    // MARK: - Lifecycle
+
+    func start() {
+        eventLoop.assertInEventLoop()
+        run(machine.start())
+    }
+
+    func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        reconnectTimer?.cancel()
+        let channel = self.channel
+        run(machine.shutdown())
+        failWaiters(CastError(.shuttingDown, "the client is shutting down"))
+        continuation.finish()
+        return channel?.closeFuture ?? eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// The device is at a new address (or was announced again): reconnect now.
+    func update(address newAddress: CastDeviceAddress) {
+        eventLoop.assertInEventLoop()
+        let moved = newAddress != address
+        address = newAddress
+        if machine.isOpen {
+            guard moved else { return }
+            logger.info("device moved, reconnecting", metadata: ["cast.address": "\(newAddress)"])
+            reconnectImmediately = true
+            run(machine.dropConnection(.networkError("device moved to \(newAddress)")))
+        } else {
+            reconnectTimer?.cancel()
+            run(machine.reconnectNow())
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Sends a request and completes with the device's answer (or a typed error).
+    func request(namespace: String, destination: String, timeout: Duration? = nil,
+                 payload: (Int) -> CastPayload) -> EventLoopFuture<CastMessage> {
+        eventLoop.assertInEventLoop()
+        do {
+            let (id, actions) = try machine.sendRequest(namespace: namespace, destination: destination,
+                                                        timeout: timeout, now: clock.now, payload: payload)
+            let promise = eventLoop.makePromise(of: CastMessage.self)
+            promises[id] = promise
+            run(actions)
+            return promise.futureResult.flatMapThrowing { reply in
+                if let error = CastError.fromReply(reply) { throw error }
+                return reply
+            }
+        } catch {
+            return eventLoop.makeFailedFuture(CastError(error))
+        }
+    }
+
+    /// Sends a message that expects no answer.
+    func send(namespace: String, destination: String, payload: CastPayload) throws {
+        eventLoop.assertInEventLoop()
+        do {
+            run(try machine.send(namespace: namespace, destination: destination, payload: payload))
+        } catch {
+            throw CastError(error)
+        }
+    }
+
+    /// Completes with the next message from the app on `namespace`, or fails after `timeout`.
+    func nextAppMessage(namespace: String, timeout: Duration) -> EventLoopFuture<CastPayload> {
+        eventLoop.assertInEventLoop()
+        let promise = eventLoop.makePromise(of: CastPayload.self)
+        nextWaiterID += 1
+        let id = nextWaiterID
+        replyWaiters.append((id, namespace, promise))
+        eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.seconds * 1e9))) { [self] in
+            if let index = replyWaiters.firstIndex(where: { $0.id == id }) {
+                replyWaiters.remove(at: index).promise.fail(CastError(.timeout, "the app sent no reply on \(namespace) in time"))
+            }
+        }
+        return promise.futureResult
+    }
+
+    /// Completes when `appId` is running and joined; fails when the launch fails.
+    func waitForApp(_ appId: String, launch: EventLoopFuture<CastMessage>) -> EventLoopFuture<ReceiverApplication> {
+        eventLoop.assertInEventLoop()
+        if let app = joinedApp, app.appId == appId { return eventLoop.makeSucceededFuture(app) }
+        let promise = eventLoop.makePromise(of: ReceiverApplication.self)
+        nextWaiterID += 1
+        let id = nextWaiterID
+        appWaiters.append((id, appId, promise))
+        launch.whenComplete { [self] result in
+            guard let index = appWaiters.firstIndex(where: { $0.id == id }) else { return }
+            switch result {
+            case .failure(let error):
+                appWaiters.remove(at: index).promise.fail(error)
+            case .success:
+                if let app = joinedApp, app.appId == appId {
+                    appWaiters.remove(at: index).promise.succeed(app)
+                } else {
+                    appWaiters.remove(at: index).promise.fail(
+                        CastError(.launchError, "the device answered the launch but \(appId) is not running"))
+                }
+            }
+        }
+        return promise.futureResult
+    }
+
+    // MARK: - Channel callbacks (from CastChannelHandler, on the loop)
+
+    func tlsReady(channel: any Channel, fingerprint: String?, generation: Int) {
+        guard generation == self.generation else { return }
+        self.channel = channel
+        self.fingerprint = fingerprint
+        run(machine.channelActive(now: clock.now))
+    }
+
+    func received(_ message: CastMessage, generation: Int) {
+        guard generation == self.generation else { return }
+        run(machine.messageReceived(message, now: clock.now))
+    }
+
+    func failed(_ error: any Error, generation: Int) {
+        guard generation == self.generation, closeReason == nil else { return }
+        if let framing = error as? CastFramingError {
+            closeReason = .protocolError(framing.description)
+        } else if let tls = error as? NIOSSLError {
+            closeReason = .networkError("TLS: \(tls)")
+        } else {
+            closeReason = .networkError("\(error)")
+        }
+    }
+
+    func closed(generation: Int) {
+        guard generation == self.generation else { return }
+        let reason = closeReason ?? .closedByPeer
+        closeReason = nil
+        channel = nil
+        timer?.cancel()
+        timer = nil
+        run(machine.channelClosed(reason, now: clock.now, jitter: Double.random(in: 0...1)))
+        if reconnectImmediately {
+            reconnectImmediately = false
+            reconnectTimer?.cancel()
+            run(machine.reconnectNow())
+        }
+    }
+
+    // MARK: - Actions
+
+    private func run(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .connect:
+                connect()
+            case .write(let messages):
+                guard let channel else { continue }
+                for message in messages { channel.write(message, promise: nil) }
+                channel.flush()
+            case .close(let reason):
+                if closeReason == nil { closeReason = reason }
+                if reason != .shutdown {
+                    logger.info("closing connection", metadata: ["cast.reason": "\(reason)"])
+                }
+                if let channel {
+                    channel.close(promise: nil)
+                } else {
+                    generation += 1  // a connect in flight: ignore its result
+                }
+            case .scheduleTimer(let deadline):
+                timer?.cancel()
+                let delay = clock.now.duration(to: deadline)
+                timer = eventLoop.scheduleTask(in: .nanoseconds(max(0, Int64(delay.seconds * 1e9)))) { [self] in
+                    run(machine.timerFired(now: clock.now))
+                }
+            case .scheduleReconnect(_, let delay):
+                reconnectTimer?.cancel()
+                logger.debug("reconnecting later", metadata: ["cast.delay": "\(delay.seconds)"])
+                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.seconds * 1e9))) { [self] in
+                    run(machine.timerFired(now: clock.now))
+                }
+            case .completeRequest(let id, let message):
+                promises.removeValue(forKey: id)?.succeed(message)
+            case .failRequests(let ids, let failure):
+                for id in ids { promises.removeValue(forKey: id)?.fail(CastError(failure)) }
+            case .emit(let event):
+                handle(event)
+            }
+        }
+    }
+
+    private func connect() {
+        generation += 1
+        let generation = self.generation
+        let sslContext = self.sslContext
+        let address = self.address
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(5))
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: nil)
+                    try channel.pipeline.syncOperations.addHandlers([
+                        tls,
+                        ByteToMessageHandler(CastFrameDecoder()),
+                        MessageToByteHandler(CastFrameEncoder()),
+                        CastChannelHandler(connection: self, generation: generation),
+                    ])
+                }
+            }
+            .connect(host: address.host, port: address.port)
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let channel):
+                    if generation != self.generation { channel.close(promise: nil) }
+                case .failure(let error):
+                    guard generation == self.generation else { return }
+                    logger.debug("connect failed", metadata: ["cast.error": "\(error)"])
+                    run(machine.connectFailed(.connectFailed("\(error)"), now: clock.now, jitter: Double.random(in: 0...1)))
+                }
+            }
+    }
+
+    // MARK: - Events
+
+    private func handle(_ event: CastConnectionEvent) {
+        switch event {
+        case .connected:
+            logger.info("connected", metadata: ["cast.address": "\(address)"])
+            continuation.yield(.connected(fingerprint: fingerprint))
+        case .disconnected(let reason):
+            logger.info("disconnected", metadata: ["cast.reason": "\(reason)"])
+            receiverStatus = nil
+            joinedApp = nil
+            mediaStatus = nil
+            failWaiters(CastError(.connectionLost, "the connection to the device was lost"))
+            continuation.yield(.disconnected(reason))
+        case .virtualConnectionClosed(let endpoint):
+            guard let app = joinedApp, app.transportId == endpoint else { return }
+            endSession(app)
+            // The app is gone; ask the platform what runs now.
+            _ = request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+                .string(ReceiverRequest.getStatus.json(requestId: $0))
+            }
+        case .message(let message):
+            dispatch(message)
+        }
+    }
+
+    private func dispatch(_ message: CastMessage) {
+        switch message.namespace {
+        case CastNamespace.receiver:
+            if case .status(_, let status)? = try? ReceiverResponse.parse(message.payload) { update(status) }
+        case CastNamespace.media:
+            guard let app = joinedApp, message.sourceID == app.transportId,
+                  case .status(_, let list)? = try? MediaResponse.parse(message.payload) else { return }
+            updateMedia(list.first)
+        case CastNamespace.multizone:
+            if let parsed = try? MultizoneMessage.parse(message.payload) { continuation.yield(.multizone(parsed)) }
+        default:
+            guard !CastNamespace.isPlatform(message.namespace) else { return }
+            if let index = replyWaiters.firstIndex(where: { $0.namespace == message.namespace }) {
+                replyWaiters.remove(at: index).promise.succeed(message.payload)
+            }
+            continuation.yield(.appMessage(namespace: message.namespace, sourceID: message.sourceID, payload: message.payload))
+        }
+    }
+
+    private func update(_ status: ReceiverStatus) {
+        if status != receiverStatus {
+            receiverStatus = status
+            continuation.yield(.receiverStatus(status))
+        }
+        let app = status.activeApp
+        if let old = joinedApp, old.sessionId != app?.sessionId || old.transportId != app?.transportId {
+            run(machine.closeEndpoint(old.transportId ?? ""))
+            endSession(old)
+        }
+        guard let app, let transport = app.transportId else { return }
+        if joinedApp == nil {
+            joinedApp = app
+            logger.info("joined app session", metadata: ["cast.app": "\(app.appId)", "cast.session": "\(app.sessionId ?? "")"])
+            run(machine.connectEndpoint(transport))
+            continuation.yield(.appSessionStarted(app))
+            if app.namespaces.contains(CastNamespace.media) {
+                _ = request(namespace: CastNamespace.media, destination: transport) {
+                    .string(MediaRequest.getStatus(mediaSessionId: nil).json(requestId: $0))
+                }
+            }
+        } else {
+            joinedApp = app
+        }
+        for waiter in appWaiters where waiter.appId == app.appId {
+            waiter.promise.succeed(app)
+        }
+        appWaiters.removeAll { $0.appId == app.appId }
+    }
+
+    private func updateMedia(_ status: MediaStatus?) {
+        guard let status else {
+            if mediaStatus != nil {
+                mediaStatus = nil
+                continuation.yield(.mediaStatus([]))
+            }
+            return
+        }
+        let merged = status.merged(over: mediaStatus)
+        guard merged != mediaStatus else { return }
+        mediaStatus = merged
+        continuation.yield(.mediaStatus([merged]))
+    }
+
+    private func endSession(_ app: ReceiverApplication) {
+        if let transport = app.transportId { machine.forgetEndpoint(transport) }
+        joinedApp = nil
+        logger.info("app session ended", metadata: ["cast.app": "\(app.appId)"])
+        continuation.yield(.appSessionEnded(app))
+        if mediaStatus != nil {
+            mediaStatus = nil
+            continuation.yield(.mediaStatus([]))
+        }
+    }
+
+    private func failWaiters(_ error: CastError) {
+        let replies = replyWaiters
+        replyWaiters.removeAll()
+        for waiter in replies { waiter.promise.fail(error) }
+        let apps = appWaiters
+        appWaiters.removeAll()
+        for waiter in apps { waiter.promise.fail(error) }
+    }
+}

@@ -1,2 +1,0 @@
-// CastClient — placeholder until the module lands.
-enum CastClientPlaceholder {}
