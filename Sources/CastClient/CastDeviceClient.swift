@@ -203,6 +203,12 @@ public final class CastDeviceClient: Service, Sendable {
         try await mediaRequest(needsSession: false) { _ in .resumeSession(sessionState: state) }
     }
 
+    /// Sends a media request as given (with the media session id it names) to the joined app.
+    @discardableResult
+    public func sendMediaRequest(_ request: MediaRequest) async throws -> MediaStatus? {
+        try await mediaRequest(needsSession: false) { _ in request }
+    }
+
     private func mediaRequest(needsSession: Bool = true, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> MediaStatus? {
         _ = try await mediaReply(needsSession: needsSession, build)
         return await snapshot.media

@@ -1,0 +1,230 @@
+import CastClient
+import CastProtocol
+import CastSimulator
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct ClientAPITests {
+    @Test func connectsOverTLSAndReportsFingerprint() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        let fingerprint = try #require(await h.client.certificateFingerprint)
+        // 32 bytes as colon-separated upper-case hex.
+        #expect(fingerprint.split(separator: ":").count == 32)
+        #expect(fingerprint.allSatisfy { $0 == ":" || $0.isHexDigit })
+        let status = try await h.client.getReceiverStatus()
+        #expect(status.runningApp?.appId == CastAppID.backdrop)
+        #expect(status.activeApp == nil)
+        // The device saw the platform CONNECT before anything else.
+        let first = try #require(h.device.received().first)
+        #expect(first.namespace == CastNamespace.connection)
+        #expect(first.type == "CONNECT")
+    }
+
+    @Test func requestsBeforeConnectingFailWithNotConnected() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        await #expect(throws: CastError.self) { try await h.client.getReceiverStatus() }
+        do {
+            try await h.client.getReceiverStatus()
+        } catch let error as CastError {
+            #expect(error.code == .notConnected)
+        }
+    }
+
+    @Test func launchLoadAndControlMedia() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        let app = try await h.client.launch(appId: CastAppID.defaultMediaReceiver)
+        #expect(app.appId == CastAppID.defaultMediaReceiver)
+        #expect(await h.log.wait { $0.startedApp == CastAppID.defaultMediaReceiver })
+
+        let media = MediaInformation(contentId: "http://127.0.0.1/a.mp3", contentType: "audio/mpeg",
+                                     metadata: MediaMetadata(metadataType: 3, title: "A", artist: "B"), duration: 200)
+        let loaded = try await h.client.load(LoadRequest(media: media, currentTime: 10, playbackRate: 1.0))
+        #expect(loaded?.playerState == "PLAYING")
+        #expect(loaded?.media?.metadata?.title == "A")
+
+        var status = try await h.client.pause()
+        #expect(status?.playerState == "PAUSED")
+        status = try await h.client.play()
+        #expect(status?.playerState == "PLAYING")
+        status = try await h.client.seek(to: 100)
+        #expect(abs((status?.currentTime ?? 0) - 100) < 2)
+        status = try await h.client.seek(by: -50)
+        #expect(abs((status?.currentTime ?? 0) - 50) < 2)
+        status = try await h.client.seek(to: 60, resume: "PLAYBACK_PAUSE")
+        #expect(status?.playerState == "PAUSED")
+        status = try await h.client.setPlaybackRate(1.5)
+        #expect(status?.playbackRate == 1.5)
+
+        let volume = try await h.client.setVolume(level: 0.25)
+        #expect(abs((volume.volume?.level ?? 0) - 0.25) < 0.001)
+        let muted = try await h.client.setMuted(true)
+        #expect(muted.volume?.muted == true)
+
+        status = try await h.client.stopMedia()
+        #expect(status == nil || status?.playerState == "IDLE")
+        let stopped = try await h.client.stopApp()
+        #expect(stopped.activeApp == nil)
+
+        // What the device received, in protocol terms.
+        let mediaTypes = h.device.received(namespace: CastNamespace.media).compactMap(\.type)
+        for type in ["LOAD", "PAUSE", "PLAY", "SEEK", "SET_PLAYBACK_RATE", "STOP"] {
+            #expect(mediaTypes.contains(type), "device did not receive \(type)")
+        }
+        let rate = h.device.received(namespace: CastNamespace.media, type: "SET_PLAYBACK_RATE").last?.json
+        #expect(rate?["playbackRate"]?.doubleValue == 1.5)
+        let receiverTypes = h.device.received(namespace: CastNamespace.receiver).compactMap(\.type)
+        #expect(receiverTypes.contains("LAUNCH"))
+        #expect(receiverTypes.contains("SET_VOLUME"))
+        #expect(receiverTypes.contains("STOP"))
+    }
+
+    @Test func queueLoadNextPrevious() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.client.ensureApp(CastAppID.defaultMediaReceiver)
+        let items = (1...3).map { i in
+            QueueItem(media: MediaInformation(contentId: "http://127.0.0.1/\(i).mp3", contentType: "audio/mpeg", duration: 100))
+        }
+        var status = try await h.client.queueLoad(QueueLoadRequest(items: items, startIndex: 0))
+        let first = status?.currentItemId
+        status = try await h.client.queueNext()
+        #expect(status?.currentItemId != first)
+        status = try await h.client.queuePrev()
+        #expect(status?.currentItemId == first)
+    }
+
+    @Test func deviceErrorsAreTyped() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        do {
+            _ = try await h.client.launch(appId: "00000000")
+            Issue.record("launch of an unknown app succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .launchError)
+        }
+        // No app: media commands fail locally, nothing is sent.
+        do {
+            _ = try await h.client.play()
+            Issue.record("play without an app succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .noApp)
+        }
+        try await h.client.ensureApp(CastAppID.defaultMediaReceiver)
+        do {
+            _ = try await h.client.play()
+            Issue.record("play without media succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .noMediaSession)
+        }
+        // The device's own refusals.
+        do {
+            _ = try await h.client.sendMediaRequest(.pause(mediaSessionId: 1))
+            Issue.record("pause without media succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .invalidPlayerState)
+        }
+        let failing = MediaInformation(contentId: "http://127.0.0.1/fail.mp3", contentType: "audio/mpeg")
+        do {
+            _ = try await h.client.load(LoadRequest(media: failing))
+            Issue.record("load of a failing URL succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .loadFailed)
+        }
+        try await h.playSomething()
+        do {
+            _ = try await h.client.sendMediaRequest(.play(mediaSessionId: 999))
+            Issue.record("play with a wrong media session succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .invalidRequest)
+            #expect(error.reason == "INVALID_MEDIA_SESSION_ID")
+        }
+        do {
+            _ = try await h.client.stopApp(sessionId: "not-a-session")
+            Issue.record("stop of a wrong session succeeded")
+        } catch let error as CastError {
+            #expect(error.code == .invalidRequest)
+            #expect(error.reason == "INVALID_SESSION_ID")
+        }
+    }
+
+    @Test func customNamespaceTextBinaryAndReply() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.client.ensureApp(SimulatedAppID.echo)
+        let reply = try await h.client.sendAppMessage(namespace: SimulatedAppID.echoNamespace,
+                                                      payload: .string(#"{"hello":"world"}"#), awaitReply: .seconds(2))
+        #expect(reply == .string(#"{"hello":"world"}"#))
+        let binary = try await h.client.sendAppMessage(namespace: SimulatedAppID.echoNamespace,
+                                                       payload: .binary([0, 1, 2, 255]), awaitReply: .seconds(2))
+        #expect(binary == .binary([0, 1, 2, 255]))
+        // Fire and forget, and an unsolicited push from the app arrives as an event.
+        try await h.client.sendAppMessage(namespace: SimulatedAppID.echoNamespace, payload: .string("x"))
+        _ = await h.device.pushAppMessage(payload: .string(#"{"pushed":true}"#))
+        #expect(await h.log.wait {
+            if case .appMessage(let ns, _, .string(let text)) = $0 { return ns == SimulatedAppID.echoNamespace && text.contains("pushed") }
+            return false
+        })
+        // A reply that never comes times out.
+        do {
+            _ = try await h.client.sendAppMessage(namespace: "urn:x-cast:com.example.silent", payload: .string("{}"),
+                                                 awaitReply: .milliseconds(300))
+            Issue.record("a reply arrived on a namespace nobody answers")
+        } catch let error as CastError {
+            #expect(error.code == .timeout)
+        }
+    }
+
+    @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.client.ensureApp(SimulatedAppID.echo)
+        let before = h.device.received(namespace: SimulatedAppID.echoNamespace).count
+        do {
+            try await h.client.sendAppMessage(namespace: SimulatedAppID.echoNamespace,
+                                              payload: .string(String(repeating: "x", count: 70_000)))
+            Issue.record("a 70 kB message was sent")
+        } catch let error as CastError {
+            #expect(error.code == .payloadTooLarge)
+        }
+        #expect(h.device.received(namespace: SimulatedAppID.echoNamespace).count == before)
+        #expect(await h.client.isConnected)
+    }
+
+    @Test func storeAndResumeSession() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.playSomething()
+        _ = try await h.client.seek(to: 42)
+        let state = try await h.client.storeSession()
+        #expect(state["loadRequestData"] != nil)
+        _ = try await h.client.stopMedia()
+        let resumed = try await h.client.resumeSession(state)
+        #expect(resumed?.playerState == "PLAYING" || resumed?.playerState == "PAUSED")
+        #expect(abs((resumed?.currentTime ?? 0) - 42) < 3)
+    }
+
+    @Test func remoteVolumeChangeArrivesOnce() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        await h.log.clear()
+        await h.device.setVolumeRemotely(level: 0.7)
+        #expect(await h.log.wait {
+            if case .receiverStatus(let s) = $0 { return abs((s.volume?.level ?? 0) - 0.7) < 0.001 }
+            return false
+        })
+        try await Task.sleep(for: .milliseconds(200))
+        let statuses = await h.log.count { if case .receiverStatus = $0 { return true } else { return false } }
+        #expect(statuses == 1)
+    }
+}
