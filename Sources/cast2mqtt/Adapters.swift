@@ -1,0 +1,71 @@
+import Bridge
+import CastClient
+import CastProtocol
+import Discovery
+import Foundation
+import MQTT
+
+/// Conversions between the layers' own types. The bridge knows none of the I/O modules, so
+/// everything that crosses into it is translated here, in one place.
+enum Adapt {
+    static func mqttConfiguration(_ c: BridgeConfiguration, will: Publication) -> MQTTConfiguration {
+        MQTTConfiguration(
+            url: c.mqtt.url, clientID: c.mqtt.clientID, username: c.mqtt.username, password: c.mqtt.password,
+            passwordFile: c.mqtt.passwordFile, caFile: c.mqtt.caFile, certFile: c.mqtt.certFile,
+            keyFile: c.mqtt.keyFile, insecure: c.mqtt.insecure,
+            protocolVersion: c.mqtt.protocolVersion.hasPrefix("3") ? .v311 : .v5,
+            keepalive: c.mqtt.keepalive, cleanStart: false,
+            will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true))
+    }
+
+    static func qos(_ value: Int) -> MQTTQoS { MQTTQoS(rawValue: min(max(value, 0), 2)) ?? .atLeastOnce }
+
+    static func discoveryConfiguration(_ c: BridgeConfiguration) -> DiscoveryConfiguration {
+        DiscoveryConfiguration(
+            mdns: c.discovery.mdns, interfaces: c.discovery.interfaces,
+            staticDevices: c.discovery.devices.map {
+                StaticDevice(host: $0.host, port: $0.port, name: $0.name, id: $0.id, topic: $0.topic)
+            },
+            include: c.discovery.include, exclude: c.discovery.exclude)
+    }
+
+    static func castConfiguration(_ c: BridgeConfiguration) -> CastConnectionConfiguration {
+        CastConnectionConfiguration(
+            heartbeatInterval: .seconds(c.cast.heartbeatInterval), heartbeatTimeout: .seconds(c.cast.heartbeatTimeout),
+            requestTimeout: .seconds(c.cast.requestTimeout),
+            backoff: ReconnectBackoff(initial: .seconds(c.cast.reconnectInitial), maximum: .seconds(c.cast.reconnectMax)),
+            userAgent: "cast2mqtt/\(c.version)")
+    }
+
+    static func descriptor(_ r: CastDeviceRecord) -> DeviceDescriptor {
+        let type: Bridge.CastType
+        switch r.castType {
+        case .video: type = .video
+        case .audio: type = .audio
+        case .group: type = .group
+        }
+        return DeviceDescriptor(
+            id: r.id, friendlyName: r.friendlyName, model: r.model, manufacturer: r.manufacturer ?? "Google Inc.",
+            castType: type, host: r.host, port: r.port, capabilities: r.capabilities.names,
+            source: r.source == .static ? .static : .mdns, topicOverride: r.topicOverride)
+    }
+
+    /// The one mapping from Cast client errors to the contract's error codes.
+    static func bridgeError(_ error: any Error) -> BridgeError {
+        guard let e = error as? CastError else { return BridgeError(.internal, "\(error)") }
+        let reason = e.reason.map { " (reason \($0))" } ?? ""
+        switch e.code {
+        case .loadFailed: return BridgeError(.loadFailed, e.message + reason)
+        case .loadCancelled: return BridgeError(.loadCancelled, e.message + reason)
+        case .launchError: return BridgeError(.launchError, e.message)
+        case .invalidRequest: return BridgeError(.invalidRequest, e.message + reason)
+        case .invalidPlayerState: return BridgeError(.invalidPlayerState, e.message + reason)
+        case .mediaError, .unexpectedReply, .shuttingDown: return BridgeError(.internal, e.message + reason)
+        case .timeout: return BridgeError(.timeout, e.message)
+        case .notConnected, .connectionLost: return BridgeError(.deviceOffline, e.message)
+        case .noApp: return BridgeError(.noApp, e.message)
+        case .noMediaSession: return BridgeError(.noMediaSession, e.message)
+        case .payloadTooLarge: return BridgeError(.payloadTooLarge, e.message)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import ArgumentParser
+import Bridge
+import Discovery
+import Foundation
+import Logging
+import ServiceLifecycle
+
+@main
+struct Cast2MQTT: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cast2mqtt",
+        abstract: "Bridges Google Cast devices to MQTT.",
+        version: BridgeConfiguration().version,
+        subcommands: [Run.self, CheckConfig.self, Devices.self],
+        defaultSubcommand: Run.self)
+}
+
+struct CommonOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: "Configuration file (YAML). Without one, defaults and CAST2MQTT_* variables apply.")
+    var config: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (overrides log.level).")
+    var logLevel: String?
+
+    func load() throws -> BridgeConfiguration {
+        do {
+            return try ConfigurationLoader.load(path: config, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError("configuration: \(error)")
+        }
+    }
+
+    func logger(for configuration: BridgeConfiguration) throws -> Logger {
+        let name = logLevel ?? configuration.log.level
+        guard let level = Logger.Level(rawValue: name.lowercased()) else {
+            throw ValidationError("unknown log level '\(name)'")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "cast2mqtt")
+        logger.logLevel = level
+        return logger
+    }
+}
+
+extension Cast2MQTT {
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run the bridge (the daemon).")
+
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let config = try options.load()
+            let logger = try options.logger(for: config)
+            raiseDescriptorLimit(logger: logger)
+            logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.url)",
+                                               "mqtt.base_topic": "\(config.mqtt.baseTopic)"])
+            let runtime = BridgeRuntime(configuration: config, logger: logger)
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: [.init(service: runtime)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+            try await group.run()
+        }
+    }
+
+    struct CheckConfig: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "check-config",
+            abstract: "Validate the configuration and print the effective settings (secrets masked).")
+
+        @OptionGroup var options: CommonOptions
+
+        func run() async throws {
+            let config = try options.load()
+            print(ConfigurationLoader.printable(config))
+        }
+    }
+
+    struct Devices: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Discover devices for a few seconds and print them as a table.")
+
+        @OptionGroup var options: CommonOptions
+
+        @Option(help: "How long to listen, in seconds.")
+        var seconds: Double = 5
+
+        func run() async throws {
+            let config = try options.load()
+            var logger = try options.logger(for: config)
+            if options.logLevel == nil { logger.logLevel = .warning }
+            let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(config), logger: logger)
+            discovery.start()
+            try await Task.sleep(for: .seconds(max(0.5, min(seconds, 600))))
+            let records = discovery.devices.values.sorted { $0.friendlyName < $1.friendlyName }
+            discovery.stop()
+            print(DeviceTable.render(records))
+        }
+    }
+}
+
+enum DeviceTable {
+    static func render(_ records: [CastDeviceRecord]) -> String {
+        let header = ["NAME", "ID", "MODEL", "TYPE", "ADDRESS", "SOURCE"]
+        let rows = records.map { r in
+            [r.friendlyName, r.id, r.model ?? "-", r.castType.rawValue, "\(r.host):\(r.port)", r.source.rawValue]
+        }
+        guard !rows.isEmpty else { return "no devices found" }
+        let widths = header.indices.map { i in ([header] + rows).map { $0[i].count }.max() ?? 0 }
+        return ([header] + rows).map { row in
+            row.enumerated().map { i, cell in cell.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}
+
+/// A thousand Cast connections need more descriptors than the usual soft limit of 1024.
+func raiseDescriptorLimit(logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(RLIMIT_NOFILE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    let old = limit.rlim_cur
+    limit.rlim_cur = limit.rlim_max
+    if setrlimit(RLIMIT_NOFILE, &limit) == 0 {
+        logger.debug("raised the descriptor limit", metadata: ["from": "\(old)", "to": "\(limit.rlim_cur)"])
+    }
+}

@@ -1,0 +1,92 @@
+import Bridge
+import CastClient
+import CastProtocol
+import Discovery
+import Logging
+import NIOCore
+
+/// The Cast clients of the known devices, owned by the consumer task. A device found by
+/// discovery gets a client on one loop of the shared group; a move updates its address (which
+/// reconnects at once); a removal shuts it down.
+struct Fleet {
+    private let group: any EventLoopGroup
+    private let cast: CastConnectionConfiguration
+    private let logger: Logger
+    private let input: AsyncStream<RuntimeInput>.Continuation
+    private var clients: [DeviceID: (client: CastDeviceClient, forwarder: Task<Void, Never>)] = [:]
+
+    init(group: any EventLoopGroup, cast: CastConnectionConfiguration, logger: Logger,
+         input: AsyncStream<RuntimeInput>.Continuation) {
+        self.group = group
+        self.cast = cast
+        self.logger = logger
+        self.input = input
+    }
+
+    func client(_ id: DeviceID) -> CastDeviceClient? { clients[id]?.client }
+
+    /// Applies a discovery event to the clients and returns what the bridge should hear.
+    mutating func apply(_ event: DiscoveryEvent) async -> BridgeInput? {
+        switch event {
+        case .added(let record):
+            if clients[record.id] == nil { startClient(record) }
+            return .deviceDiscovered(Adapt.descriptor(record))
+        case .updated(let record):
+            if let existing = clients[record.id] {
+                existing.client.update(address: CastDeviceAddress(host: record.host, port: record.port))
+            } else {
+                startClient(record)
+            }
+            return .deviceUpdated(Adapt.descriptor(record))
+        case .removed(let id):
+            if let existing = clients.removeValue(forKey: id) {
+                await existing.client.shutdown()
+                existing.forwarder.cancel()
+            }
+            return .deviceRemoved(id)
+        }
+    }
+
+    private mutating func startClient(_ record: CastDeviceRecord) {
+        var deviceLogger = logger
+        deviceLogger[metadataKey: "cast.device"] = "\(record.friendlyName) (\(record.id))"
+        do {
+            let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
+                                              configuration: cast, eventLoop: group.next(), logger: deviceLogger)
+            let id = record.id
+            let input = self.input
+            let forwarder = Task {
+                for await event in client.events {
+                    if let translated = Fleet.translate(event, device: id) { input.yield(.bridge(translated)) }
+                }
+            }
+            clients[id] = (client, forwarder)
+            client.start()
+        } catch {
+            deviceLogger.error("cannot create the Cast client", metadata: ["cast.error": "\(error)"])
+        }
+    }
+
+    static func translate(_ event: CastClientEvent, device id: DeviceID) -> BridgeInput? {
+        switch event {
+        case .connected: return .castConnected(id)
+        case .disconnected(let reason): return .castDisconnected(id, reason: reason.description)
+        case .receiverStatus(let status): return .receiverStatus(id, status)
+        case .mediaStatus(let list): return .mediaStatus(id, list)
+        case .appSessionEnded(let app): return app.transportId.map { .appSessionEnded(id, transportId: $0) }
+        case .appMessage(let namespace, _, let payload): return .appMessage(id, namespace: namespace, payload: payload)
+        case .appSessionStarted, .multizone: return nil
+        }
+    }
+
+    /// Closes every device politely (CLOSE on each virtual connection).
+    mutating func shutdown() async {
+        await withTaskGroup(of: Void.self) { group in
+            for (_, entry) in clients {
+                group.addTask { await entry.client.shutdown() }
+            }
+        }
+        for (_, entry) in clients { entry.forwarder.cancel() }
+        clients.removeAll()
+    }
+}

@@ -1,1 +1,0 @@
-print("cast2mqtt: not yet")
