@@ -139,7 +139,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CastClientTests",
-            dependencies: ["CastClient", "CastSimulator", "CastProtocol", "TestSupport"],
+            dependencies: [
+                "CastClient", "CastSimulator", "CastProtocol", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
