@@ -1,6 +1,7 @@
 import CastProtocol
 import Crypto
 import Foundation
+import NIOCore
 
 /// What kind of device the simulator pretends to be (affects `ca` capabilities, video info and
 /// the default model name).

@@ -185,7 +185,7 @@ struct ControlRouter: Sendable {
     }
 
     private func fault(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
-        switch json["action"]?.stringValue {
+        switch json["action"]?.stringValue ?? "" {
         case "drop": await device.dropConnections()
         case "silence": await device.silence()
         case "resume": await device.resume()
@@ -216,7 +216,7 @@ struct ControlRouter: Sendable {
                 return .error(.conflict, "no app running")
             }
         case let other:
-            return .error(.badRequest, "unknown action \(other ?? "(none)")")
+            return .error(.badRequest, "unknown action '\(other)'")
         }
         return .ok
     }

@@ -67,7 +67,8 @@ struct MediaSession: Sendable {
 
     mutating func rebase(at now: Double) {
         if adBreak != nil {
-            adBreak?.elapsed = breakTime(at: now)
+            let elapsed = breakTime(at: now)
+            adBreak?.elapsed = elapsed
         } else {
             basePosition = position(at: now)
         }

@@ -455,10 +455,10 @@ public final class SimulatedDevice: @unchecked Sendable {
                   namespace: CastNamespace.media, to: source, on: connection,
                   thenBroadcast: broadcast ? MediaResponse.status(requestId: 0, statuses).json() : nil)
         }
-        func finalStatus(_ final: MediaStatus) {
-            reply(MediaResponse.status(requestId: requestId, [final]).json(), from: endpoint,
+        func finalStatus(_ ended: MediaStatus) {
+            reply(MediaResponse.status(requestId: requestId, [ended]).json(), from: endpoint,
                   namespace: CastNamespace.media, to: source, on: connection,
-                  thenBroadcast: MediaResponse.status(requestId: 0, [final]).json())
+                  thenBroadcast: MediaResponse.status(requestId: 0, [ended]).json())
         }
 
         switch type {
@@ -551,8 +551,7 @@ public final class SimulatedDevice: @unchecked Sendable {
             } else if let jump = json["jump"]?.intValue {
                 targetIndex = session.index(jumpingBy: jump)
             } else {
-                targetIndex = session.currentIndex  // e.g. only a repeatMode change
-                media = session
+                media = session  // e.g. only a repeatMode change
                 status()
                 return
             }
@@ -671,10 +670,10 @@ public final class SimulatedDevice: @unchecked Sendable {
                 media = session
             } else {
                 media = nil
-                var final = session.idleStatus(reason: "FINISHED", at: now)
-                final.currentTime = session.duration ?? final.currentTime
+                var ended = session.idleStatus(reason: "FINISHED", at: now)
+                ended.currentTime = session.duration ?? ended.currentTime
                 broadcast(from: running.transportId, namespace: CastNamespace.media,
-                          json: MediaResponse.status(requestId: 0, [final]).json())
+                          json: MediaResponse.status(requestId: 0, [ended]).json())
                 return
             }
         }
@@ -811,10 +810,10 @@ public final class SimulatedDevice: @unchecked Sendable {
             guard let session = self.media, let running = self.app else { return false }
             let now = self.configuration.clock.now()
             self.media = nil
-            var final = session.idleStatus(reason: "FINISHED", at: now)
-            final.currentTime = session.duration ?? final.currentTime
+            var ended = session.idleStatus(reason: "FINISHED", at: now)
+            ended.currentTime = session.duration ?? ended.currentTime
             self.broadcast(from: running.transportId, namespace: CastNamespace.media,
-                           json: MediaResponse.status(requestId: 0, [final]).json())
+                           json: MediaResponse.status(requestId: 0, [ended]).json())
             return true
         }.get()) ?? false
     }

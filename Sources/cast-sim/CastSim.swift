@@ -77,9 +77,10 @@ struct CastSim: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            handler.logLevel = level
             return handler
         }
         let logger = Logger(label: "cast-sim")
