@@ -10,7 +10,7 @@ struct FaultTests {
     func drop() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            try await client.connect(to: CastEndpoint.receiver)
+            try await client.connectAndSync()
             await sim.devices[0].dropConnections()
             #expect(await waitUntil(timeout: .seconds(3)) { client.isClosed })
             let again = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
@@ -27,6 +27,9 @@ struct FaultTests {
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await client.close() } }
             try await client.connect(to: CastEndpoint.receiver)
+            // A round trip first, so the CONNECT is processed before the silence begins.
+            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":100}"#)
+            #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 100) != nil)
             await sim.devices[0].silence()
             try await Task.sleep(for: .milliseconds(30))
             let before = client.messages.count
@@ -45,16 +48,14 @@ struct FaultTests {
     func garbageAndOversized() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let a = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            try await a.connect(to: CastEndpoint.receiver)
-            try await Task.sleep(for: .milliseconds(50))
+            try await a.connectAndSync()
             await sim.devices[0].sendGarbageFrame()
             #expect(await waitUntil(timeout: .seconds(3)) { !a.errors.isEmpty })
             let garbage = a.errors.first as? CastFramingError
             if case .invalidMessage = garbage {} else { Issue.record("expected invalidMessage, got \(String(describing: a.errors.first))") }
 
             let b = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            try await b.connect(to: CastEndpoint.receiver)
-            try await Task.sleep(for: .milliseconds(50))
+            try await b.connectAndSync()
             await sim.devices[0].sendOversizedFrameHeader()
             #expect(await waitUntil(timeout: .seconds(3)) { !b.errors.isEmpty })
             #expect(b.errors.first as? CastFramingError == .oversizedFrame(length: 0x10_0000))
@@ -69,7 +70,7 @@ struct FaultTests {
             let good = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             let bad = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await good.close(); await bad.close() } }
-            try await good.connect(to: CastEndpoint.receiver)
+            try await good.connectAndSync()
             try await bad.sendRaw([0, 0, 0, 6, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA])
             #expect(await waitUntil(timeout: .seconds(3)) { bad.isClosed })
             let oversized = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
@@ -138,7 +139,7 @@ struct FaultTests {
             let b = try await TestCastClient.connect(port: target.port, group: testGroup)
             defer { Task { await a.close(); await b.close() } }
             let (t, _) = try await MediaTests.loaded(a)
-            try await b.connect(to: CastEndpoint.receiver)
+            try await b.connectAndSync()
             try await source.advanceClock(by: 42)
             try await sim.transfer(from: source, to: target)
 

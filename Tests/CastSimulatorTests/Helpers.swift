@@ -71,3 +71,16 @@ extension TestCastClient {
 extension JSONValue {
     var firstStatus: JSONValue? { self["status"]?.arrayValue?.first }
 }
+
+extension TestCastClient {
+    /// CONNECT to receiver-0 and wait for a GET_STATUS answer: afterwards the device has
+    /// registered this connection and its virtual connection.
+    func connectAndSync(requestId: Int = 999) async throws {
+        try await connect(to: CastEndpoint.receiver)
+        try await send(CastNamespace.receiver, to: CastEndpoint.receiver,
+                       #"{"type":"GET_STATUS","requestId":\#(requestId)}"#)
+        guard await waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: requestId) != nil else {
+            throw TestFailure("no RECEIVER_STATUS after CONNECT")
+        }
+    }
+}

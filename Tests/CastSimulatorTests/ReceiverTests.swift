@@ -166,7 +166,7 @@ struct ReceiverTests {
             let a = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             let b = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await a.close(); await b.close() } }
-            try await b.connect(to: CastEndpoint.receiver)
+            try await b.connectAndSync()
             try await a.connect(to: CastEndpoint.receiver)
             try await a.send(CastNamespace.receiver, to: CastEndpoint.receiver,
                              #"{"type":"SET_VOLUME","volume":{"level":0.7},"requestId":9}"#)
