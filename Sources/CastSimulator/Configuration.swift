@@ -1,0 +1,129 @@
+import CastProtocol
+import Crypto
+import Foundation
+import NIOCore
+
+/// What kind of device the simulator pretends to be (affects `ca` capabilities, video info and
+/// the default model name).
+public enum SimulatedCastType: String, Sendable, Hashable, CaseIterable, Codable {
+    case video, audio, group
+
+    /// The `ca` TXT capability bits a real device of this type announces.
+    public var capabilities: Int {
+        switch self {
+        case .video: return 4101  // video out + audio out + attenuation volume
+        case .audio: return 2052  // audio out + master volume
+        case .group: return 2084  // audio + multizone group
+        }
+    }
+
+    public var defaultModel: String {
+        switch self {
+        case .video: return "Chromecast"
+        case .audio: return "Google Home"
+        case .group: return "Google Cast Group"
+        }
+    }
+}
+
+/// Application ids the simulator knows. Anything else is answered with LAUNCH_ERROR NOT_FOUND.
+public enum SimulatedAppID {
+    /// Default Media Receiver: speaks the media namespace.
+    public static let defaultMediaReceiver = CastAppID.defaultMediaReceiver
+    /// Backdrop, the idle screen (`isIdleScreen: true`).
+    public static let backdrop = CastAppID.backdrop
+    /// The simulator's own echo app: echoes every message on `echoNamespace` back to its sender.
+    public static let echo = "E7C0A1B0"
+    /// The custom namespace of the echo app.
+    public static let echoNamespace = "urn:x-cast:com.cast2mqtt.echo"
+}
+
+/// Settings of one simulated device. Every field has a default.
+public struct SimulatedDeviceConfiguration: Sendable {
+    /// Friendly name (`fn`).
+    public var name: String
+    /// Device id: 32 lowercase hex characters (derived from the name when not given).
+    public var id: String
+    /// TCP port on 127.0.0.1; 0 picks a free one (read it back from `SimulatedDevice.port`).
+    public var port: Int
+    /// Model name (`md`); defaults per cast type.
+    public var model: String
+    public var castType: SimulatedCastType
+    /// Time from LAUNCH to the RECEIVER_STATUS that shows the app (real devices: 0.3–2 s).
+    public var launchLatency: TimeAmount
+    /// Delay before every reply and status broadcast.
+    public var replyLatency: TimeAmount
+    /// Interval of the device's own PINGs; nil disables them.
+    public var heartbeatInterval: TimeAmount?
+    /// Show the Backdrop app when nothing runs (true) or an empty application list (false).
+    public var idleScreen: Bool
+    /// `supportedMediaCommands` of media sessions.
+    public var supportedMediaCommands: Int
+    /// Device volume.
+    public var volumeControlType: String
+    public var volumeStepInterval: Double
+    public var initialVolumeLevel: Double
+    /// Members answered in MULTIZONE_STATUS.
+    public var multizoneMembers: [MultizoneDevice]
+    /// Media clock (real time unless a test injects a `ManualSimulatorClock`).
+    public var clock: any SimulatorClock
+    /// How often the media clock is checked for ends of media and ad clips.
+    public var tickInterval: TimeAmount
+
+    /// ALL_BASIC_MEDIA | QUEUE_NEXT | QUEUE_PREV | SKIP_AD | QUEUE_REPEAT | STREAM_TRANSFER.
+    public static let defaultSupportedMediaCommands: Int = {
+        let commands: MediaCommands = [.allBasicMedia, .queueNext, .queuePrev, .skipAd, .queueRepeatAll,
+                                       .queueRepeatOne, .streamTransfer]
+        return commands.rawValue
+    }()
+
+    public init(
+        name: String,
+        id: String? = nil,
+        port: Int = 0,
+        model: String? = nil,
+        castType: SimulatedCastType = .video,
+        launchLatency: TimeAmount = .milliseconds(300),
+        replyLatency: TimeAmount = .milliseconds(2),
+        heartbeatInterval: TimeAmount? = .seconds(5),
+        idleScreen: Bool = true,
+        supportedMediaCommands: Int = SimulatedDeviceConfiguration.defaultSupportedMediaCommands,
+        volumeControlType: String = "attenuation",
+        volumeStepInterval: Double = 0.05,
+        initialVolumeLevel: Double = 0.5,
+        multizoneMembers: [MultizoneDevice] = [],
+        clock: any SimulatorClock = SystemSimulatorClock(),
+        tickInterval: TimeAmount = .milliseconds(50)
+    ) {
+        self.name = name
+        self.id = id ?? SimulatedDeviceConfiguration.deviceID(forName: name)
+        self.port = port
+        self.model = model ?? castType.defaultModel
+        self.castType = castType
+        self.launchLatency = launchLatency
+        self.replyLatency = replyLatency
+        self.heartbeatInterval = heartbeatInterval
+        self.idleScreen = idleScreen
+        self.supportedMediaCommands = supportedMediaCommands
+        self.volumeControlType = volumeControlType
+        self.volumeStepInterval = volumeStepInterval
+        self.initialVolumeLevel = initialVolumeLevel
+        self.multizoneMembers = multizoneMembers
+        self.clock = clock
+        self.tickInterval = tickInterval
+    }
+
+    /// A stable 32-hex id for a name (MD5 of the name; not a security use).
+    public static func deviceID(forName name: String) -> String {
+        Insecure.MD5.hash(data: Data(name.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// The TXT record a real device of this configuration would announce (for an mDNS publisher).
+    public var txtRecord: [String: String] {
+        ["id": id, "cd": id.uppercased(), "md": model, "fn": name, "ca": String(castType.capabilities),
+         "st": "0", "ve": "05", "ic": "/setup/icon.png", "rs": "", "nf": "1"]
+    }
+}

@@ -1,0 +1,255 @@
+import CastProtocol
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A small JSON-over-HTTP/1.1 control endpoint on 127.0.0.1 for scripts and out-of-process
+/// tests (see docs/simulator.md for the routes).
+public final class ControlServer: Sendable {
+    public let simulator: CastSimulator
+    private let channel: any Channel
+
+    /// The bound port.
+    public var port: Int { channel.localAddress?.port ?? 0 }
+
+    private init(simulator: CastSimulator, channel: any Channel) {
+        self.simulator = simulator
+        self.channel = channel
+    }
+
+    /// Listens on 127.0.0.1:`port` (0 picks a free port).
+    public static func start(simulator: CastSimulator, port: Int) async throws -> ControlServer {
+        let router = ControlRouter(simulator: simulator)
+        let channel = try await ServerBootstrap(group: simulator.group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(ControlHTTPHandler(router: router))
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
+        return ControlServer(simulator: simulator, channel: channel)
+    }
+
+    public func shutdown() async {
+        try? await channel.close()
+    }
+}
+
+struct ControlResponse: Sendable {
+    var status: HTTPResponseStatus
+    var body: String
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponseStatus = .ok) -> ControlResponse {
+        ControlResponse(status: status, body: (try? CastJSON.encode(value)) ?? "{}")
+    }
+
+    static func error(_ status: HTTPResponseStatus, _ message: String) -> ControlResponse {
+        json(["error": message], status: status)
+    }
+
+    static let ok = json(["ok": true])
+}
+
+final class ControlHTTPHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let router: ControlRouter
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private static let maxBody = 1 << 20
+
+    init(router: ControlRouter) { self.router = router }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = []
+        case .body(var buffer):
+            if body.count + buffer.readableBytes > Self.maxBody {
+                context.close(promise: nil)
+                return
+            }
+            body += buffer.readBytes(length: buffer.readableBytes) ?? []
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let router = self.router
+            let requestBody = body
+            let keepAlive = head.isKeepAlive
+            let promise = context.eventLoop.makePromise(of: ControlResponse.self)
+            promise.completeWithTask {
+                await router.handle(method: head.method, uri: head.uri, body: requestBody)
+            }
+            promise.futureResult.assumeIsolated().whenSuccess { response in
+                self.write(response, keepAlive: keepAlive, context: context)
+            }
+        }
+    }
+
+    private func write(_ response: ControlResponse, keepAlive: Bool, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(response.body.utf8.count))
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: response.status,
+                                                             headers: headers))), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: response.body.utf8.count)
+        buffer.writeString(response.body)
+        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+    }
+}
+
+/// Maps control requests to simulator calls.
+struct ControlRouter: Sendable {
+    let simulator: CastSimulator
+
+    struct DeviceSummary: Encodable {
+        var name: String
+        var id: String
+        var port: Int
+        var listening: Bool
+        var model: String
+        var castType: String
+    }
+
+    func handle(method: HTTPMethod, uri: String, body: [UInt8]) async -> ControlResponse {
+        let components = URLComponents(string: uri)
+        let path = (components?.path ?? uri).split(separator: "/").map(String.init)
+        var query: [String: String] = [:]
+        for item in components?.queryItems ?? [] { query[item.name] = item.value }
+        let json: JSONValue = body.isEmpty ? .object([:]) : ((try? CastJSON.decode(JSONValue.self, from: body)) ?? .null)
+        if !body.isEmpty, json.objectValue == nil { return .error(.badRequest, "body must be a JSON object") }
+
+        switch (method, path.count > 0 ? path[0] : "") {
+        case (.GET, "health"):
+            return .ok
+        case (.GET, "devices") where path.count == 1:
+            return .json(simulator.devices.map {
+                DeviceSummary(name: $0.name, id: $0.id, port: $0.port, listening: $0.isListening,
+                              model: $0.configuration.model, castType: $0.configuration.castType.rawValue)
+            })
+        case (.POST, "transfer") where path.count == 1:
+            guard let from = json["from"]?.stringValue, let to = json["to"]?.stringValue else {
+                return .error(.badRequest, "need {\"from\": id, \"to\": id}")
+            }
+            do {
+                try await simulator.transfer(from: from, to: to)
+                return .ok
+            } catch {
+                return .error(.conflict, "\(error)")
+            }
+        case (_, "devices") where path.count >= 3:
+            guard let device = simulator.device(id: path[1]) else { return .error(.notFound, "no device \(path[1])") }
+            return await handleDevice(device, method: method, rest: Array(path.dropFirst(2)), query: query, json: json)
+        default:
+            return .error(.notFound, "no route \(method) \(uri)")
+        }
+    }
+
+    private func handleDevice(_ device: SimulatedDevice, method: HTTPMethod, rest: [String], query: [String: String],
+                              json: JSONValue) async -> ControlResponse {
+        switch (method, rest.joined(separator: "/")) {
+        case (.GET, "state"):
+            guard let state = try? await device.state() else { return .error(.internalServerError, "no state") }
+            return .json(state)
+        case (.GET, "counters"):
+            return .json(device.counters)
+        case (.GET, "received"):
+            let messages = device.received(namespace: query["namespace"], type: query["type"])
+            return .json(messages.map(Self.describe))
+        case (.DELETE, "received"):
+            device.clearReceived()
+            return .ok
+        case (.POST, "clock/advance"):
+            guard let seconds = json["seconds"]?.doubleValue else { return .error(.badRequest, "need {\"seconds\": N}") }
+            do {
+                try await device.advanceClock(by: seconds)
+                return .ok
+            } catch {
+                return .error(.conflict, "\(error)")
+            }
+        case (.POST, "fault"):
+            return await fault(device, json)
+        default:
+            return .error(.notFound, "no route \(method) /devices/\(device.id)/\(rest.joined(separator: "/"))")
+        }
+    }
+
+    private func fault(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
+        switch json["action"]?.stringValue ?? "" {
+        case "drop": await device.dropConnections()
+        case "silence": await device.silence()
+        case "resume": await device.resume()
+        case "restart":
+            let seconds = json["refuse_seconds"]?.doubleValue ?? 0
+            do {
+                try await device.restart(refuseFor: .nanoseconds(Int64(max(0, min(seconds, 3600)) * 1e9)))
+            } catch {
+                return .error(.internalServerError, "\(error)")
+            }
+        case "garbage": await device.sendGarbageFrame()
+        case "oversized": await device.sendOversizedFrameHeader()
+        case "remote_volume":
+            await device.setVolumeRemotely(level: json["level"]?.doubleValue, muted: json["muted"]?.boolValue)
+        case "finish_media":
+            guard await device.finishMedia() else { return .error(.conflict, "no media session") }
+        case "push_message":
+            let namespace = json["namespace"]?.stringValue ?? SimulatedAppID.echoNamespace
+            let payload: CastPayload
+            if let base64 = json["binary_base64"]?.stringValue, let data = Data(base64Encoded: base64) {
+                payload = .binary(Array(data))
+            } else if let text = json["data"]?.stringValue {
+                payload = .string(text)
+            } else {
+                payload = .string((try? CastJSON.encode(json["data"] ?? .object([:]))) ?? "{}")
+            }
+            guard await device.pushAppMessage(namespace: namespace, payload: payload) else {
+                return .error(.conflict, "no app running")
+            }
+        case let other:
+            return .error(.badRequest, "unknown action '\(other)'")
+        }
+        return .ok
+    }
+
+    struct MessageDescription: Encodable {
+        var sequence: Int
+        var connection: Int
+        var namespace: String
+        var source: String
+        var destination: String
+        var type: String?
+        var requestId: Int?
+        var delivered: Bool
+        /// The payload as JSON when it parses, else the raw text.
+        var payload: JSONValue?
+        var payloadBinaryBase64: String?
+
+        enum CodingKeys: String, CodingKey {
+            case sequence, connection, namespace, source, destination, type, requestId, delivered, payload
+            case payloadBinaryBase64 = "payload_binary_base64"
+        }
+    }
+
+    static func describe(_ m: RecordedMessage) -> MessageDescription {
+        var payload: JSONValue?
+        var binary: String?
+        switch m.payload {
+        case .string(let text): payload = m.json ?? .string(text)
+        case .binary(let bytes): binary = Data(bytes).base64EncodedString()
+        }
+        return MessageDescription(sequence: m.sequence, connection: m.connection, namespace: m.namespace,
+                                  source: m.sourceID, destination: m.destinationID, type: m.type,
+                                  requestId: m.requestId, delivered: m.delivered, payload: payload,
+                                  payloadBinaryBase64: binary)
+    }
+}

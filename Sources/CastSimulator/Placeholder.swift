@@ -1,2 +1,0 @@
-// CastSimulator — placeholder until the module lands.
-enum CastSimulatorPlaceholder {}
