@@ -125,16 +125,19 @@ final class MosquittoConnection: @unchecked Sendable {
             try MQTTError.check(rc, "set last will on \(will.topic)")
         }
         if address.tls {
-            if configuration.caFile == nil {
+            // Without a CA file, trust the system's CAs. They are passed as a CA file (or directory)
+            // rather than only with MOSQ_OPT_TLS_USE_OS_CERTS, because libmosquitto 2.0 refuses to
+            // reconnect (MOSQ_ERR_INVAL) when its TLS context exists and no CA file/path is set.
+            var caFile = configuration.caFile
+            var caPath: String?
+            if caFile == nil {
                 try MQTTError.check(mosquitto_int_option(h, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "use system CAs")
+                caFile = Self.systemCAFiles.first { access($0, R_OK) == 0 }
+                if caFile == nil { caPath = "/etc/ssl/certs" }
             }
-            if configuration.caFile != nil || configuration.certFile != nil {
-                let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
-                try MQTTError.check(
-                    mosquitto_tls_set(
-                        h, configuration.caFile, caPath, configuration.certFile, configuration.keyFile, nil),
-                    "set TLS files")
-            }
+            try MQTTError.check(
+                mosquitto_tls_set(h, caFile, caPath, configuration.certFile, configuration.keyFile, nil),
+                "set TLS files")
             if configuration.insecure {
                 try MQTTError.check(mosquitto_tls_insecure_set(h, true), "disable TLS host name check")
                 // 0 is SSL_VERIFY_NONE: do not verify the broker's certificate chain either.
@@ -167,6 +170,12 @@ final class MosquittoConnection: @unchecked Sendable {
                 .logger.trace("libmosquitto: \(String(cString: text))")
         }
     }
+
+    /// Where distributions keep the system CA bundle (Debian/Ubuntu, Fedora/RHEL, Alpine/macOS, SUSE).
+    static let systemCAFiles = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem",
+        "/etc/ssl/ca-bundle.pem",
+    ]
 
     // MARK: - Callbacks (network thread)
 
@@ -490,17 +499,21 @@ final class MosquittoConnection: @unchecked Sendable {
             }
         }
 
-        let wasConnected = shared.withLock { s in
-            let was = s.connected
+        // Still connected here only if the DISCONNECT could not be flushed in time.
+        if established {
+            established = false
+            reportShutdown()
+        }
+        shared.withLock { s in
             s.connected = false
             s.socket = -1
-            return was
+            s.threadRunning = false
         }
-        if wasConnected || established {
-            logger.info("disconnected from MQTT broker (shutdown)")
-            continuation.yield(.disconnected(reason: "client shut down"))
-        }
-        shared.withLock { $0.threadRunning = false }
+    }
+
+    private func reportShutdown() {
+        logger.info("disconnected from MQTT broker (shutdown)")
+        continuation.yield(.disconnected(reason: "client shut down"))
     }
 
     /// The socket of the current attempt closed: report it and schedule the next attempt.
@@ -516,10 +529,13 @@ final class MosquittoConnection: @unchecked Sendable {
             s.socket = -1
             s.lastError = refusal ?? MQTTError(code: wasEstablished ? .connectionLost : .noConnection, message: why)
         }
+        if stopping {
+            if wasEstablished { reportShutdown() }
+            return now
+        }
         if wasEstablished { delay = initial }
         let wait = delay
         delay = min(delay * 2, maximum)
-        if stopping { return now }
         if wasEstablished {
             logger.warning("disconnected from MQTT broker: \(why); reconnecting in \(wait)")
         } else {
