@@ -44,15 +44,24 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
     }
 
     public func publish(_ message: MQTTMessage) throws {
+        try checkNotShutDown()
         try connection.publish(message)
     }
 
     public func subscribe(_ filter: String, qos: MQTTQoS) throws {
+        try checkNotShutDown()
         try connection.subscribe(filter, qos: qos)
     }
 
     public func unsubscribe(_ filter: String) throws {
+        try checkNotShutDown()
         try connection.unsubscribe(filter)
+    }
+
+    private func checkNotShutDown() throws(MQTTError) {
+        if lifecycle.withLock({ $0.shutDown }) {
+            throw MQTTError(code: .shutDown, message: "the MQTT client was shut down")
+        }
     }
 
     /// Number of successful connects after the first one.

@@ -54,6 +54,7 @@ final class MosquittoConnection: @unchecked Sendable {
         /// While true, the publish callback records completed message ids (used by shutdown).
         var trackCompletions = false
         var completedMids: Set<Int32> = []
+        var lastLibraryError: String?
     }
     let shared = Locked(Shared())
 
@@ -164,10 +165,10 @@ final class MosquittoConnection: @unchecked Sendable {
             Unmanaged<MosquittoConnection>.fromOpaque(object).takeUnretainedValue()
                 .didPublish(mid: mid, reasonCode: reasonCode)
         }
-        mosquitto_log_callback_set(h) { _, object, _, text in
+        mosquitto_log_callback_set(h) { _, object, level, text in
             guard let object, let text else { return }
             Unmanaged<MosquittoConnection>.fromOpaque(object).takeUnretainedValue()
-                .logger.trace("libmosquitto: \(String(cString: text))")
+                .libraryLog(level: level, String(cString: text))
         }
     }
 
@@ -179,12 +180,27 @@ final class MosquittoConnection: @unchecked Sendable {
 
     // MARK: - Callbacks (network thread)
 
+    private func libraryLog(level: Int32, _ text: String) {
+        logger.trace("libmosquitto: \(text)")
+        // Error lines carry details (e.g. OpenSSL's "certificate verify failed") that the return
+        // codes lack; keep the last one to complete the next error message.
+        if level == MOSQ_LOG_ERR { shared.withLock { $0.lastLibraryError = text } }
+    }
+
+    /// `error` with the last error line libmosquitto logged, if any, appended (and then forgotten).
+    private func withLibraryDetail(_ error: MQTTError) -> MQTTError {
+        guard let detail = shared.withLock({ s -> String? in
+            defer { s.lastLibraryError = nil }
+            return s.lastLibraryError
+        }) else { return error }
+        var error = error
+        error.message += " (\(detail))"
+        return error
+    }
+
     private func didConnect(rc: Int32, flags: Int32) {
         guard rc == 0 else {
-            let error = MQTTError(connackCode: rc, protocolVersion: configuration.protocolVersion)
-            refusal = error
-            shared.withLock { $0.lastError = error }
-            logger.error("\(error.message)")
+            refusal = MQTTError(connackCode: rc, protocolVersion: configuration.protocolVersion)
             return
         }
         established = true
@@ -302,7 +318,15 @@ final class MosquittoConnection: @unchecked Sendable {
 
     func subscribe(_ filter: String, qos: MQTTQoS) throws(MQTTError) {
         try MQTTError.check(mosquitto_sub_topic_check(filter), "subscribe to \"\(filter)\"")
-        shared.withLock { $0.subscriptions[filter] = qos }
+        // Send it now only when the broker has accepted us; otherwise the connect callback sends
+        // it with the others. Deciding under the lock that also guards the callback's snapshot
+        // sends every subscription exactly once per connection (twice would deliver retained
+        // messages twice).
+        let sendNow = shared.withLock { s in
+            s.subscriptions[filter] = qos
+            return s.connected
+        }
+        guard sendNow else { return }
         let rc = mosquitto_subscribe_v5(handle, nil, filter, Int32(qos.rawValue), 0, nil)
         if rc != MOSQ_ERR_NO_CONN.rawValue {
             try MQTTError.check(rc, "subscribe to \(filter)")
@@ -372,6 +396,7 @@ final class MosquittoConnection: @unchecked Sendable {
         refusal = nil
         disconnectCode = nil
         established = false
+        shared.withLock { $0.lastLibraryError = nil }
         let rc: Int32
         let port = Int32(address.port)
         let keepalive = Int32(configuration.keepalive)
@@ -388,7 +413,7 @@ final class MosquittoConnection: @unchecked Sendable {
         }
         let savedErrno = errno
         if rc == MOSQ_ERR_SUCCESS.rawValue { return nil }
-        return MQTTError(returnCode: rc, operation: "connect to \(address)", errno: savedErrno)
+        return withLibraryDetail(MQTTError(returnCode: rc, operation: "connect to \(address)", errno: savedErrno))
     }
 
     private func reason(afterLoopCode rc: Int32) -> String {
@@ -521,13 +546,17 @@ final class MosquittoConnection: @unchecked Sendable {
         lastRC: Int32, stopping: Bool, delay: inout Duration, initial: Duration, maximum: Duration,
         now: ContinuousClock.Instant
     ) -> ContinuousClock.Instant {
-        let why = reason(afterLoopCode: lastRC)
         let wasEstablished = established
         established = false
+        let error =
+            refusal
+            ?? withLibraryDetail(
+                MQTTError(code: wasEstablished ? .connectionLost : .noConnection, message: reason(afterLoopCode: lastRC)))
+        let why = error.message
         shared.withLock { s in
             s.connected = false
             s.socket = -1
-            s.lastError = refusal ?? MQTTError(code: wasEstablished ? .connectionLost : .noConnection, message: why)
+            s.lastError = error
         }
         if stopping {
             if wasEstablished { reportShutdown() }
@@ -538,6 +567,8 @@ final class MosquittoConnection: @unchecked Sendable {
         delay = min(delay * 2, maximum)
         if wasEstablished {
             logger.warning("disconnected from MQTT broker: \(why); reconnecting in \(wait)")
+        } else if refusal != nil {
+            logger.error("\(why); retrying in \(wait)")
         } else {
             logger.warning("connection to MQTT broker failed: \(why); retrying in \(wait)")
         }

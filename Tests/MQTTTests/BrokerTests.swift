@@ -93,6 +93,9 @@ import Glibc
         #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
         #expect(recorder.disconnectReasons == ["client shut down"])
         #expect(throws: MQTTError.self) { try client.start() }
+        #expect { try client.publish(MQTTMessage(topic: "bye/state", string: "late")) } throws: {
+            ($0 as? MQTTError)?.code == .shutDown
+        }
 
         // Give a (wrongly) published will time to arrive, then check the retained value.
         try await Task.sleep(for: .milliseconds(300))
@@ -259,6 +262,7 @@ import Glibc
         let (untrusting, untrustingEvents) = try startClient(broker.tlsURL)
         #expect(await untrustingEvents.waitConnected(timeout: .seconds(2)) == false)
         #expect(untrusting.lastError?.code == .tls, "\(String(describing: untrusting.lastError))")
+        #expect(untrusting.lastError?.message.contains("certificate verify failed") == true, "\(String(describing: untrusting.lastError))")
         await untrusting.shutdown(finalMessage: nil)
     }
 
