@@ -346,4 +346,62 @@ import Glibc
         #expect(await recorder.waitMessage(on: "fd/two")?.string == "2")
         await client.shutdown(finalMessage: nil)
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func keepaliveKeepsAnIdleConnectionAndDetectsAFrozenBroker() async throws {
+        let broker = try MosquittoBroker()
+        defer {
+            broker.signal(SIGCONT)
+            broker.stop()
+        }
+        let (client, recorder) = try startClient(broker.url) { $0.keepalive = 5 }
+        #expect(await recorder.waitConnected())
+        // Idle for longer than the keepalive: our loop must send PINGREQ or the broker drops us
+        // after 1.5 x keepalive.
+        try await Task.sleep(for: .seconds(8))
+        #expect(recorder.disconnectReasons.isEmpty)
+        #expect(client.isConnected)
+
+        // A frozen broker answers nothing: PINGRESP is late and the client gives up the connection.
+        broker.signal(SIGSTOP)
+        let clock = ContinuousClock()
+        let frozenAt = clock.now
+        #expect(await waitUntil(timeout: .seconds(20)) { !recorder.disconnectReasons.isEmpty })
+        let detectedAfter = clock.now - frozenAt
+        print("keepalive 5 s: frozen broker detected after \(detectedAfter)")
+        #expect(detectedAfter < .seconds(15))
+        broker.signal(SIGCONT)
+        #expect(await recorder.waitConnected(count: 2, timeout: .seconds(15)))
+        await client.shutdown(finalMessage: nil)
+    }
+
+    /// Reports round-trip times (publish -> broker -> our subscription) at QoS 1 on loopback.
+    /// A number, not a pass/fail criterion; it would show a Nagle delay (~40 ms) at once.
+    @Test(.timeLimit(.minutes(1)))
+    func measureRoundTrip() async throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let (client, recorder) = try startClient(broker.url)
+        try client.subscribe("rtt/#", qos: .atLeastOnce)
+        #expect(await recorder.waitConnected())
+        #expect(try await confirmSubscription(client, recorder, probeTopic: "rtt/probe"))
+        let clock = ContinuousClock()
+        var samples: [Duration] = []
+        for index in 0..<200 {
+            let topic = "rtt/\(index)"
+            let start = clock.now
+            try client.publish(MQTTMessage(topic: topic, string: "\(index)", qos: .atLeastOnce))
+            var received = false
+            for _ in 0..<20_000 where !received {
+                received = recorder.messages.last?.topic == topic
+                if !received { try await Task.sleep(for: .microseconds(50)) }
+            }
+            #expect(received)
+            samples.append(clock.now - start)
+        }
+        samples.sort()
+        print("QoS 1 round trip over loopback: median \(samples[samples.count / 2]), p99 \(samples[samples.count * 99 / 100])")
+        #expect(samples[samples.count / 2] < .milliseconds(40))
+        await client.shutdown(finalMessage: nil)
+    }
 }

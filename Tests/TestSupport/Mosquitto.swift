@@ -64,6 +64,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             "log_dest stdout",
             "log_type all",
             "connection_messages true",
+            "set_tcp_nodelay true",
             "listener \(port) 127.0.0.1",
         ]
         if geteuid() == 0 { lines.append("user root") }
@@ -167,6 +168,14 @@ public final class MosquittoBroker: @unchecked Sendable {
         lock.lock()
         logs.append(child.output)
         lock.unlock()
+    }
+
+    /// Sends `signal` to the running broker (e.g. SIGSTOP / SIGCONT to freeze it).
+    public func signal(_ signal: Int32) {
+        lock.lock()
+        let child = process
+        lock.unlock()
+        child?.signal(signal)
     }
 
     public var isRunning: Bool {
