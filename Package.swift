@@ -162,7 +162,14 @@ let package = Package(
         ),
         .testTarget(
             name: "MQTTTests",
-            dependencies: ["MQTT", "TestSupport"],
+            dependencies: ["MQTT", "TestSupport", "mqtt-test-client"],
+            swiftSettings: strict
+        ),
+        // A tiny MQTT client process for the last-will test (killed with SIGKILL).
+        .executableTarget(
+            name: "mqtt-test-client",
+            dependencies: ["MQTT", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/Tools/mqtt-test-client",
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where the broker is: parsed from `mqtt://host[:port]` or `mqtts://host[:port]`.
+public struct MQTTBrokerAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+
+    public init(host: String, port: Int, tls: Bool) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+
+    /// Parses a broker URL. The port defaults to 1883 (`mqtt`) or 8883 (`mqtts`); IPv6 literals go
+    /// in brackets (`mqtt://[::1]:1883`). A trailing `/` is allowed, any other path is not.
+    public init(url: String) throws(MQTTError) {
+        func fail(_ why: String) -> MQTTError {
+            MQTTError(code: .invalidConfiguration, message: "invalid MQTT URL \"\(url)\": \(why)")
+        }
+        let trimmed = url.trimmingWhitespace
+        guard let schemeEnd = trimmed.firstRange(of: "://") else {
+            throw fail("expected mqtt://host:port or mqtts://host:port")
+        }
+        let scheme = trimmed[..<schemeEnd.lowerBound].lowercased()
+        switch scheme {
+        case "mqtt", "tcp": tls = false
+        case "mqtts", "ssl", "tls": tls = true
+        default: throw fail("unknown scheme \"\(scheme)\" (use mqtt:// or mqtts://)")
+        }
+        var rest = trimmed[schemeEnd.upperBound...]
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        if rest.contains("/") { throw fail("a path is not allowed") }
+        if rest.contains("@") {
+            throw fail("credentials in the URL are not supported; set username and password instead")
+        }
+        var hostPart: Substring
+        var portPart: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw fail("unterminated IPv6 address") }
+            hostPart = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 address") }
+                portPart = after.dropFirst()
+            }
+        } else if let colon = rest.firstIndex(of: ":") {
+            hostPart = rest[..<colon]
+            portPart = rest[rest.index(after: colon)...]
+        } else {
+            hostPart = rest
+        }
+        guard !hostPart.isEmpty else { throw fail("missing host") }
+        host = String(hostPart)
+        if let portPart {
+            guard let value = Int(portPart), (1...65535).contains(value) else {
+                throw fail("bad port \"\(portPart)\" (expected 1-65535)")
+            }
+            port = value
+        } else {
+            port = tls ? 8883 : 1883
+        }
+    }
+
+    /// `host:port` (IPv6 in brackets), as used in log metadata.
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// Everything needed to connect to the broker. Every field has a default.
+public struct MQTTConfiguration: Sendable {
+    /// `mqtt://host:port` or `mqtts://host:port`.
+    public var url: String
+    /// The client id. Fixed, so the broker can keep our persistent session across reconnects.
+    public var clientID: String
+    public var username: String?
+    public var password: String?
+    /// A file whose first line is the password (takes the place of `password`).
+    public var passwordFile: String?
+    /// CA certificate(s) (PEM) to verify the broker. Without it, `mqtts` uses the system's CAs.
+    public var caFile: String?
+    /// Client certificate (PEM) for mutual TLS; needs `keyFile`.
+    public var certFile: String?
+    /// Private key (PEM) of `certFile`.
+    public var keyFile: String?
+    /// Skip verification of the broker's certificate and host name. For tests and labs only.
+    public var insecure: Bool
+    public var protocolVersion: MQTTProtocolVersion
+    /// Keepalive interval in seconds (at least 5).
+    public var keepalive: Int
+    /// False (the default) asks the broker to keep our session: subscriptions and QoS 1/2
+    /// messages published while we were away survive a disconnect.
+    public var cleanStart: Bool
+    /// MQTT 5 Session Expiry Interval in seconds: how long the broker keeps our session after a
+    /// disconnect (ignored with `cleanStart` and with MQTT 3.1.1, where sessions do not expire).
+    public var sessionExpiry: UInt32
+    /// The last will, published by the broker when we vanish without a clean disconnect.
+    public var will: MQTTMessage?
+    /// First delay before reconnecting; doubles on every failed attempt up to `reconnectMax`.
+    public var reconnectInitial: Duration
+    public var reconnectMax: Duration
+    /// Maximum number of outgoing QoS 1/2 messages in flight (MQTT 5 Receive Maximum of the
+    /// broker permitting). Further messages wait in the library's queue.
+    public var maxInflight: Int
+
+    public init(
+        url: String = "mqtt://127.0.0.1:1883",
+        clientID: String = "cast2mqtt",
+        username: String? = nil,
+        password: String? = nil,
+        passwordFile: String? = nil,
+        caFile: String? = nil,
+        certFile: String? = nil,
+        keyFile: String? = nil,
+        insecure: Bool = false,
+        protocolVersion: MQTTProtocolVersion = .v5,
+        keepalive: Int = 30,
+        cleanStart: Bool = false,
+        sessionExpiry: UInt32 = 86_400,
+        will: MQTTMessage? = nil,
+        reconnectInitial: Duration = .milliseconds(500),
+        reconnectMax: Duration = .seconds(30),
+        maxInflight: Int = 20
+    ) {
+        self.url = url
+        self.clientID = clientID
+        self.username = username
+        self.password = password
+        self.passwordFile = passwordFile
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.insecure = insecure
+        self.protocolVersion = protocolVersion
+        self.keepalive = keepalive
+        self.cleanStart = cleanStart
+        self.sessionExpiry = sessionExpiry
+        self.will = will
+        self.reconnectInitial = reconnectInitial
+        self.reconnectMax = reconnectMax
+        self.maxInflight = maxInflight
+    }
+
+    /// Checks the configuration and returns the broker address. Throws `MQTTError` with
+    /// code `.invalidConfiguration` and a sentence saying what to fix.
+    public func validate() throws(MQTTError) -> MQTTBrokerAddress {
+        func fail(_ why: String) -> MQTTError { MQTTError(code: .invalidConfiguration, message: why) }
+        let address = try MQTTBrokerAddress(url: url)
+        if clientID.isEmpty && !cleanStart {
+            throw fail("a persistent session (clean start off) needs a client id")
+        }
+        if clientID.utf8.count > 65535 { throw fail("client id is too long") }
+        if keepalive < 5 || keepalive > 65535 { throw fail("keepalive must be 5-65535 seconds, not \(keepalive)") }
+        if password != nil && passwordFile != nil {
+            throw fail("set either password or password_file, not both")
+        }
+        if (password != nil || passwordFile != nil) && username == nil {
+            throw fail("a password needs a username")
+        }
+        if !address.tls && (caFile != nil || certFile != nil || keyFile != nil || insecure) {
+            throw fail("TLS options (ca_file, cert_file, key_file, insecure) need an mqtts:// URL")
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            throw fail("cert_file and key_file must be given together")
+        }
+        if reconnectInitial <= .zero || reconnectMax < reconnectInitial {
+            throw fail("reconnect delays must be positive, with reconnect_max >= reconnect_initial")
+        }
+        if maxInflight < 1 || maxInflight > 65535 { throw fail("max_inflight must be 1-65535") }
+        if let will, will.topic.isEmpty { throw fail("the last will needs a topic") }
+        return address
+    }
+
+    /// The password to send: `password`, or the first line of `passwordFile`.
+    func resolvedPassword() throws(MQTTError) -> String? {
+        guard let passwordFile else { return password }
+        guard let file = fopen(passwordFile, "r") else {
+            let why = String(cString: strerror(errno))
+            throw MQTTError(code: .invalidConfiguration, message: "cannot read password file \(passwordFile): \(why)")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        while bytes.count < 65536 {
+            let c = fgetc(file)
+            if c == EOF || c == 10 || c == 13 { break }
+            bytes.append(UInt8(truncatingIfNeeded: c))
+        }
+        guard let line = String(validating: bytes, as: UTF8.self), !line.isEmpty else {
+            throw MQTTError(code: .invalidConfiguration, message: "password file \(passwordFile) has an empty first line")
+        }
+        return line
+    }
+}
+
+extension StringProtocol {
+    var trimmingWhitespace: Substring {
+        let s = self[...]
+        guard let first = s.firstIndex(where: { !$0.isWhitespace }) else { return "" }
+        let last = s.lastIndex(where: { !$0.isWhitespace })!
+        return Substring(s[first...last])
+    }
+}

@@ -1,0 +1,117 @@
+import Logging
+
+/// An MQTT client on libmosquitto, driven by its own poll() thread (see docs/mqtt.md).
+///
+/// Create it, consume `events` from one task, call `start()`, and end with
+/// `shutdown(finalMessage:)`. `publish`, `subscribe` and `unsubscribe` may be called from any
+/// thread or task, before or after the connection is up.
+public final class MosquittoClient: MQTTClientProtocol, Sendable {
+    private let connection: MosquittoConnection
+    private let lifecycle = Locked(Lifecycle())
+
+    private struct Lifecycle {
+        var started = false
+        var shutDown = false
+    }
+
+    /// Checks the configuration (URL, files, options) and prepares the client; no I/O yet.
+    public init(configuration: MQTTConfiguration, logger: Logger) throws {
+        connection = try MosquittoConnection(configuration: configuration, logger: logger)
+    }
+
+    deinit {
+        // Without shutdown(), at least stop the thread; it releases the connection when it exits.
+        connection.requestStop()
+    }
+
+    public var events: AsyncStream<MQTTEvent> { connection.events }
+
+    /// Starts the network thread, which connects and keeps reconnecting until shutdown.
+    public func start() throws {
+        let (shutDown, alreadyStarted) = lifecycle.withLock { state in
+            let result = (state.shutDown, state.started)
+            state.started = true
+            return result
+        }
+        if shutDown { throw MQTTError(code: .shutDown, message: "the MQTT client was shut down") }
+        if alreadyStarted { return }
+        do {
+            try connection.startThread()
+        } catch {
+            lifecycle.withLock { $0.started = false }
+            throw error
+        }
+    }
+
+    public func publish(_ message: MQTTMessage) throws {
+        try checkNotShutDown()
+        try connection.publish(message)
+    }
+
+    public func subscribe(_ filter: String, qos: MQTTQoS) throws {
+        try checkNotShutDown()
+        try connection.subscribe(filter, qos: qos)
+    }
+
+    public func unsubscribe(_ filter: String) throws {
+        try checkNotShutDown()
+        try connection.unsubscribe(filter)
+    }
+
+    private func checkNotShutDown() throws(MQTTError) {
+        if lifecycle.withLock({ $0.shutDown }) {
+            throw MQTTError(code: .shutDown, message: "the MQTT client was shut down")
+        }
+    }
+
+    /// Number of successful connects after the first one.
+    public var reconnectCount: Int { connection.shared.withLock { $0.reconnectCount } }
+
+    /// True while the broker has accepted our connection.
+    public var isConnected: Bool { connection.shared.withLock { $0.connected } }
+
+    /// The most recent connection problem (refused CONNACK, failed connect, lost connection);
+    /// nil after a successful connect.
+    public var lastError: MQTTError? { connection.shared.withLock { $0.lastError } }
+
+    /// The MQTT socket's descriptor, -1 when there is none (for tests).
+    package var socketDescriptor: Int32 { connection.shared.withLock { $0.socket } }
+
+    /// Publishes `finalMessage` (e.g. a retained "offline") and waits until it is written (QoS 0)
+    /// or acknowledged (QoS 1/2), at most 5 s; then disconnects cleanly, so the broker discards
+    /// the last will; stops the network thread (waiting at most 5 s) and finishes `events`.
+    public func shutdown(finalMessage: MQTTMessage?) async {
+        let wasStarted = lifecycle.withLock { state -> Bool? in
+            guard !state.shutDown else { return nil }
+            state.shutDown = true
+            return state.started
+        }
+        guard let wasStarted else { return }
+        let clock = ContinuousClock()
+        if let finalMessage, wasStarted, isConnected {
+            connection.shared.withLock { $0.trackCompletions = true }
+            do {
+                let mid = try connection.publish(finalMessage)
+                let deadline = clock.now.advanced(by: .seconds(5))
+                while clock.now < deadline {
+                    let (done, connected) = connection.shared.withLock { ($0.completedMids.contains(mid), $0.connected) }
+                    if done || !connected { break }
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            } catch {
+                connection.logger.warning("could not publish the final message: \(error)")
+            }
+        }
+        connection.requestStop()
+        if wasStarted {
+            let deadline = clock.now.advanced(by: .seconds(5))
+            while clock.now < deadline, connection.shared.withLock({ $0.threadRunning }) {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            if connection.shared.withLock({ $0.threadRunning }) {
+                connection.logger.warning("MQTT network thread did not stop within 5 s")
+            }
+        }
+        connection.finishEvents()
+    }
+}

@@ -1,2 +1,0 @@
-// MQTT — placeholder until the module lands.
-enum MQTTPlaceholder {}

@@ -1,0 +1,153 @@
+import Foundation
+import Logging
+import MQTT
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Consumes a client's event stream (the single consumer) and keeps every event for assertions.
+final class EventRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [MQTTEvent] = []
+    private var finished = false
+    private var task: Task<Void, Never>?
+
+    init(_ client: MosquittoClient) {
+        let stream = client.events
+        task = Task { [weak self] in
+            for await event in stream { self?.append(event) }
+            self?.markFinished()
+        }
+    }
+
+    deinit { task?.cancel() }
+
+    private func append(_ event: MQTTEvent) {
+        lock.lock()
+        recorded.append(event)
+        lock.unlock()
+    }
+
+    private func markFinished() {
+        lock.lock()
+        finished = true
+        lock.unlock()
+    }
+
+    var events: [MQTTEvent] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recorded
+    }
+
+    var isFinished: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return finished
+    }
+
+    var messages: [MQTTMessage] {
+        events.compactMap { if case .message(let m) = $0 { m } else { nil } }
+    }
+
+    var connectedCount: Int {
+        events.filter { if case .connected = $0 { true } else { false } }.count
+    }
+
+    var disconnectReasons: [String] {
+        events.compactMap { if case .disconnected(let reason) = $0 { reason } else { nil } }
+    }
+
+    /// Waits (bounded) until `count` connected events were seen.
+    func waitConnected(count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
+        await waitUntil(timeout: timeout) { self.connectedCount >= count }
+    }
+
+    /// Waits (bounded) for a message on `topic` and returns the first one.
+    func waitMessage(on topic: String, timeout: Duration = .seconds(10)) async -> MQTTMessage? {
+        _ = await waitUntil(timeout: timeout) { self.messages.contains { $0.topic == topic } }
+        return messages.first { $0.topic == topic }
+    }
+}
+
+let testLogger: Logger = {
+    var logger = Logger(label: "mqtt-test")
+    logger.logLevel = .info
+    return logger
+}()
+
+func uniqueID(_ prefix: String) -> String {
+    "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+}
+
+/// A started client plus its recorder.
+func startClient(
+    _ url: String, id: String = uniqueID("c"), _ configure: (inout MQTTConfiguration) -> Void = { _ in }
+) throws -> (MosquittoClient, EventRecorder) {
+    var configuration = MQTTConfiguration(url: url, clientID: id)
+    configuration.reconnectInitial = .milliseconds(200)
+    configuration.reconnectMax = .seconds(2)
+    configure(&configuration)
+    let client = try MosquittoClient(configuration: configuration, logger: testLogger)
+    let recorder = EventRecorder(client)
+    try client.start()
+    return (client, recorder)
+}
+
+/// Makes sure `client`'s subscription to `filter`'s topic `probeTopic` is active at the broker:
+/// publishes probes on the same connection until one comes back (bounded).
+func confirmSubscription(
+    _ client: MosquittoClient, _ recorder: EventRecorder, probeTopic: String
+) async throws -> Bool {
+    for _ in 0..<20 {
+        try client.publish(MQTTMessage(topic: probeTopic, string: "probe", qos: .atLeastOnce))
+        if await recorder.waitMessage(on: probeTopic, timeout: .milliseconds(500)) != nil { return true }
+    }
+    return false
+}
+
+/// Path of the mqtt-test-client executable, built next to the test bundle.
+func testClientExecutable() throws -> String {
+    var candidates: [String] = []
+    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        candidates.append((exe as NSString).deletingLastPathComponent + "/mqtt-test-client")
+    }
+    let arg0 = CommandLine.arguments[0]
+    candidates.append((arg0 as NSString).deletingLastPathComponent + "/mqtt-test-client")
+    candidates.append(FileManager.default.currentDirectoryPath + "/.build/debug/mqtt-test-client")
+    for path in candidates where FileManager.default.isExecutableFile(atPath: path) { return path }
+    throw TestSupportError("mqtt-test-client not found (looked in \(candidates)); build with swift build --build-tests")
+}
+
+/// Opens /dev/null until the next descriptor number is above `target`; closes them on `close()`.
+final class DescriptorHog {
+    private(set) var descriptors: [Int32] = []
+
+    init(above target: Int32) throws {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let needed = rlim_t(target) + 256
+        if limit.rlim_cur < needed {
+            limit.rlim_cur = min(limit.rlim_max, needed)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        for _ in 0..<Int(target) + 64 {
+            let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                close()
+                throw TestSupportError("open(/dev/null) failed with errno \(errno) after \(descriptors.count) descriptors")
+            }
+            descriptors.append(fd)
+            if fd > target { return }
+        }
+    }
+
+    func close() {
+        for fd in descriptors { _ = Glibc.close(fd) }
+        descriptors.removeAll()
+    }
+
+    deinit { close() }
+}

@@ -1,0 +1,35 @@
+// A minimal MQTT client process for tests that need our client in another process (the last-will
+// test kills it with SIGKILL). Usage:
+//   mqtt-test-client <url> <client-id> <will-topic> <will-payload>
+// Prints "connected" once the broker accepted the connection, then idles for at most 120 s.
+import Logging
+import MQTT
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5 else {
+    print("usage: mqtt-test-client <url> <client-id> <will-topic> <will-payload>")
+    exit(2)
+}
+let configuration = MQTTConfiguration(
+    url: arguments[1], clientID: arguments[2],
+    will: MQTTMessage(topic: arguments[3], string: arguments[4], qos: .atLeastOnce, retain: true))
+let client = try MosquittoClient(configuration: configuration, logger: Logger(label: "mqtt-test-client"))
+try client.start()
+let clock = ContinuousClock()
+let deadline = clock.now.advanced(by: .seconds(120))
+for await event in client.events {
+    if case .connected = event {
+        // Unbuffered, so the test sees it at once.
+        _ = "connected\n".withCString { write(1, $0, strlen($0)) }
+        break
+    }
+    if clock.now > deadline { break }
+}
+while clock.now < deadline {
+    try await Task.sleep(for: .milliseconds(200))
+}
+await client.shutdown(finalMessage: nil)
