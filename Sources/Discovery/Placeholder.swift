@@ -1,2 +1,0 @@
-// Discovery — placeholder until the module lands.
-enum DiscoveryPlaceholder {}
