@@ -112,6 +112,7 @@ let package = Package(
             dependencies: [
                 "CastProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),

@@ -1,0 +1,128 @@
+import CastProtocol
+import Foundation
+
+/// Device lifecycle: discovery add/update/remove, Cast connect/disconnect, availability.
+/// A device is `online` only after it answered on the current connection: `castConnected`
+/// triggers a receiver GET_STATUS, and the first RECEIVER_STATUS turns availability online.
+extension BridgeCore {
+    mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
+        if var existing = devices[d.id] {
+            guard existing.descriptor != d else { return }
+            existing.descriptor = d
+            devices[d.id] = existing
+            publishRetained(topics.info(existing.topic), MediaProjection.infoDocument(d, topic: existing.topic), &out)
+            publishBridgeEvent(["type": .string("device_updated"), "id": .string(d.id), "name": .string(d.friendlyName),
+                                "topic": .string(existing.topic)], now: now, &out)
+            publishBridgeDevices(&out)
+            if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+            return
+        }
+        let topic = names.assign(id: d.id, friendlyName: d.friendlyName, override: d.topicOverride)
+        devices[d.id] = DeviceState(descriptor: d, topic: topic)
+        out.logs.append("device \(d.friendlyName) (\(d.id)) is \(topic)")
+        publishDevice(d.id, now: now, &out)
+        publishBridgeEvent(["type": .string("device_added"), "id": .string(d.id), "name": .string(d.friendlyName),
+                            "topic": .string(topic)], now: now, &out)
+        publishBridgeInfo(&out)
+        publishBridgeDevices(&out)
+        if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+    }
+
+    /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
+    mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = devices.removeValue(forKey: id) else { return }
+        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
+            pending.removeValue(forKey: token)
+            continueAfter(op, .failure(BridgeError(.unknownDevice, "the device was removed")), now: now, &out)
+        }
+        clearDiscovery(device, &out)
+        for leaf in ["availability", "info", "receiver", "media", "state"] {
+            clearRetained(topics.device(device.topic, leaf), &out)
+        }
+        publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
+                            "topic": .string(device.topic)], now: now, &out)
+        publishBridgeInfo(&out)
+        publishBridgeDevices(&out)
+    }
+
+    mutating func castConnected(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard devices[id] != nil else { return }
+        devices[id]?.connected = true
+        devices[id]?.joinedSession = nil
+        enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out)
+    }
+
+    mutating func castDisconnected(_ id: DeviceID, reason: String, now: Date, _ out: inout BridgeOutput) {
+        guard let device = devices[id] else { return }
+        let wasOnline = device.online
+        devices[id]?.connected = false
+        devices[id]?.online = false
+        devices[id]?.joinedSession = nil
+        if wasOnline { devices[id]?.offlineSince = now }
+        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
+            pending.removeValue(forKey: token)
+            continueAfter(op, .failure(BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")), now: now, &out)
+        }
+        if wasOnline {
+            publishAvailability(id, &out)
+            publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)
+            publishBridgeInfo(&out)
+            publishBridgeDevices(&out)
+        }
+    }
+
+    /// Called for every RECEIVER_STATUS: the first one on a connection makes the device online.
+    mutating func markAnswered(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = devices[id], device.connected, !device.online else { return }
+        devices[id]?.online = true
+        publishAvailability(id, &out)
+        if device.everOnline {
+            let downtime = device.offlineSince.map { max(0, now.timeIntervalSince($0)) } ?? 0
+            publishDeviceEvent(id, ["type": .string("reconnected"), "downtime": .number((downtime * 1000).rounded() / 1000)],
+                               now: now, &out)
+        } else {
+            publishDeviceEvent(id, ["type": .string("connected")], now: now, &out)
+        }
+        devices[id]?.everOnline = true
+        devices[id]?.offlineSince = nil
+        publishBridgeInfo(&out)
+        publishBridgeDevices(&out)
+    }
+
+    mutating func publishAvailability(_ id: DeviceID, _ out: inout BridgeOutput) {
+        guard let device = devices[id] else { return }
+        publishRetainedText(topics.availability(device.topic), device.online ? "online" : "offline", &out)
+    }
+
+    /// Every retained topic of a device (change-only).
+    mutating func publishDevice(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = devices[id] else { return }
+        publishAvailability(id, &out)
+        publishRetained(topics.info(device.topic), MediaProjection.infoDocument(device.descriptor, topic: device.topic), &out)
+        publishDeviceState(id, now: now, &out)
+    }
+
+    /// receiver, media and state documents (change-only; `updated_at` is not content).
+    mutating func publishDeviceState(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = devices[id] else { return }
+        publishRetained(topics.receiver(device.topic), MediaProjection.receiverDocument(device.receiver),
+                        stamp: device.receiverUpdatedAt ?? now, &out)
+        let media = MediaProjection.mediaDocument(device)
+        let hasSession = device.media != nil
+        publishRetained(topics.media(device.topic), media, stamp: hasSession ? (device.mediaUpdatedAt ?? now) : nil, &out)
+        publishRetainedText(topics.state(device.topic), device.stateWord, &out)
+    }
+
+    /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.
+    mutating func republishPositions(now: Date, _ out: inout BridgeOutput) {
+        let interval = configuration.media.positionInterval
+        guard interval > 0 else { return }
+        for id in devices.keys.sorted() {
+            guard let device = devices[id], device.online, device.media?.playerState == "PLAYING" else { continue }
+            if let last = device.lastPositionPublish ?? device.positionUpdatedAt, now.timeIntervalSince(last) < interval { continue }
+            let doc = MediaProjection.mediaDocument(device, position: device.estimatedPosition(now: now), positionAt: now)
+            devices[id]?.lastPositionPublish = now
+            publishRetained(topics.media(device.topic), doc, stamp: now, force: true, &out)
+        }
+    }
+}

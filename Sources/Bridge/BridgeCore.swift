@@ -1,0 +1,255 @@
+import CastProtocol
+import Foundation
+
+/// Who sent a command and where its one response goes.
+struct CommandContext: Sendable, Hashable {
+    var name: String
+    var id: JSONValue?
+    /// The resolved response topic (MQTT 5 Response Topic, else the default).
+    var responseTopic: String
+    var correlationData: [UInt8]?
+}
+
+/// Why an operation was requested; decides what happens when it completes.
+enum Purpose: Sendable {
+    /// Bridge-internal (status reads on connect, joins, bridge refresh): no response.
+    case internalQuery
+    /// A single-operation command: respond with `data` built from the resulting state.
+    case command(CommandContext, DeviceCommand)
+    /// `refresh`: receiver GET_STATUS, then media GET_STATUS when an app runs.
+    case refresh(CommandContext, mediaDone: Bool)
+    case transfer(TransferJob)
+    case announce(AnnounceJob)
+}
+
+struct PendingOperation: Sendable {
+    var deviceID: DeviceID
+    var deadline: Date
+    var purpose: Purpose
+}
+
+/// The domain core. Feed every input through `handle(_:now:)` from one task, in order; apply the
+/// returned publications, then run the returned operations, feeding each one's completion back.
+/// It never does I/O and never reads a clock.
+public struct BridgeCore: Sendable {
+    public let configuration: BridgeConfiguration
+    public let topics: TopicGrammar
+    let parser: CommandParser
+    let startedAt: Date
+
+    var names = TopicNameRegistry()
+    var devices: [DeviceID: DeviceState] = [:]
+    var pending: [OperationToken: PendingOperation] = [:]
+    var nextToken: UInt64 = 1
+    /// Retained topics as last published: content without timestamps (for change detection) and
+    /// the full payload (for republishing after a broker reconnect).
+    var retained: [String: (content: [UInt8], payload: [UInt8])] = [:]
+    var mqttConnects = 0
+    var transferCandidates: [TransferCandidate] = []
+    var announcements: [DeviceID: AnnounceJob] = [:]
+
+    public init(configuration: BridgeConfiguration, startedAt: Date) {
+        self.configuration = configuration
+        self.topics = TopicGrammar(base: configuration.mqtt.baseTopic,
+                                   discoveryPrefix: configuration.homeassistant.discoveryPrefix)
+        self.parser = CommandParser(configuration: configuration)
+        self.startedAt = startedAt
+    }
+
+    /// Topic filters the MQTT side subscribes to (after every connect).
+    public var subscriptions: [String] { topics.subscriptions(homeAssistant: configuration.homeassistant.enabled) }
+
+    /// The retained `offline` the MQTT side sets as its last will on `bridge/state`.
+    public var lastWill: Publication { Publication(topic: topics.bridgeState, text: "offline", retain: true) }
+
+    /// What to publish on a clean shutdown (after the devices' availability goes offline).
+    public mutating func shutdown() -> BridgeOutput {
+        var out = BridgeOutput()
+        for id in devices.keys.sorted() { devices[id]?.online = false; publishAvailability(id, &out) }
+        out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
+        return out
+    }
+
+    public mutating func handle(_ input: BridgeInput, now: Date) -> BridgeOutput {
+        var out = BridgeOutput()
+        switch input {
+        case .mqttConnected: mqttConnected(now: now, &out)
+        case .mqttMessage(let topic, let payload, let responseTopic, let correlation):
+            mqttMessage(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
+        case .deviceDiscovered(let d), .deviceUpdated(let d): deviceSeen(d, now: now, &out)
+        case .deviceRemoved(let id): deviceRemoved(id, now: now, &out)
+        case .castConnected(let id): castConnected(id, now: now, &out)
+        case .castDisconnected(let id, let reason): castDisconnected(id, reason: reason, now: now, &out)
+        case .receiverStatus(let id, let status): applyReceiverStatus(id, status, now: now, &out)
+        case .mediaStatus(let id, let statuses): applyMediaStatus(id, statuses, now: now, &out)
+        case .appMessage(let id, let namespace, let payload): appMessage(id, namespace: namespace, payload: payload, &out)
+        case .appSessionEnded(let id, let transportId): appSessionEnded(id, transportId: transportId, now: now, &out)
+        case .operationCompleted(let token, let result): operationCompleted(token, result, now: now, &out)
+        case .tick: tick(now: now, &out)
+        case .homeAssistantOnline: republishDiscovery(&out)
+        }
+        return out
+    }
+
+    // MARK: - MQTT input
+
+    mutating func mqttMessage(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?,
+                              now: Date, _ out: inout BridgeOutput) {
+        guard let parsed = topics.parse(topic) else {
+            out.logs.append("ignoring a message on \(topic.prefix(200)): not a command topic")
+            return
+        }
+        func context(_ name: String, default defaultTopic: String) -> CommandContext {
+            CommandContext(name: name, id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
+                           correlationData: Self.validResponseTopic(responseTopic) == nil ? nil : correlationData)
+        }
+        switch parsed {
+        case .homeAssistantStatus:
+            if String(decoding: payload.prefix(16), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "online" {
+                republishDiscovery(&out)
+            }
+        case .bridgeRequest(let name):
+            var ctx = context(name, default: topics.bridgeResponse(name))
+            switch parser.parseBridgeRequest(name: name, payload: payload) {
+            case .failure(let f):
+                ctx.id = f.id
+                respond(ctx, .failure(f.error), &out)
+            case .success(let (request, id)):
+                ctx.id = id
+                bridgeRequest(request, ctx, now: now, &out)
+            }
+        case .deviceCommand(let dev, let name):
+            var ctx = context(name, default: topics.response(dev))
+            let result = parser.parse(name: name, payload: payload)
+            switch result {
+            case .failure(let f):
+                ctx.id = f.id
+                respond(ctx, .failure(f.error), &out)
+            case .success(let command):
+                ctx.id = command.id
+                runCommand(command.command, deviceTopic: dev, ctx, now: now, &out)
+            }
+        case .deviceSend(let dev, let namespace):
+            let ctx = context("send", default: topics.response(dev))
+            switch parser.parseSend(namespace: namespace, payload: payload) {
+            case .failure(let f): respond(ctx, .failure(f.error), &out)
+            case .success(let command): runCommand(command.command, deviceTopic: dev, ctx, now: now, &out)
+            }
+        }
+    }
+
+    /// An MQTT 5 Response Topic is used only when it is a valid topic name.
+    static func validResponseTopic(_ t: String?) -> String? {
+        guard let t, !t.isEmpty, t.utf8.count <= 1024, !t.contains("+"), !t.contains("#"), !t.contains("\u{0}") else { return nil }
+        return t
+    }
+
+    // MARK: - Operations
+
+    mutating func enqueue(_ device: DeviceID, _ kind: CastOperationKind, purpose: Purpose, now: Date,
+                          timeout: Double? = nil, _ out: inout BridgeOutput) {
+        let token = OperationToken(nextToken)
+        nextToken += 1
+        let seconds = timeout ?? configuration.cast.requestTimeout
+        pending[token] = PendingOperation(deviceID: device, deadline: now.addingTimeInterval(seconds), purpose: purpose)
+        out.operations.append(CastOperation(token: token, deviceID: device, kind: kind,
+                                            timeout: .milliseconds(Int64((seconds * 1000).rounded()))))
+    }
+
+    mutating func operationCompleted(_ token: OperationToken, _ result: Result<OperationResult, BridgeError>, now: Date,
+                                     _ out: inout BridgeOutput) {
+        guard let op = pending.removeValue(forKey: token) else {
+            out.logs.append("ignoring the late completion of \(token)")
+            return
+        }
+        if case .success(let value) = result {
+            switch value {
+            case .receiverStatus(let s): applyReceiverStatus(op.deviceID, s, now: now, &out)
+            case .mediaStatus(let s): applyMediaStatus(op.deviceID, s, now: now, &out)
+            case .appMessage, .sessionState, .done: break
+            }
+        }
+        continueAfter(op, result, now: now, &out)
+    }
+
+    mutating func continueAfter(_ op: PendingOperation, _ result: Result<OperationResult, BridgeError>, now: Date,
+                                _ out: inout BridgeOutput) {
+        switch op.purpose {
+        case .internalQuery:
+            if case .failure(let e) = result { out.logs.append("\(topicName(op.deviceID)): status query failed: \(e)") }
+        case .command(let ctx, let command):
+            finishCommand(ctx, command, device: op.deviceID, result, now: now, &out)
+        case .refresh(let ctx, let mediaDone):
+            refreshStep(ctx, device: op.deviceID, mediaDone: mediaDone, result, now: now, &out)
+        case .transfer(let job):
+            transferStep(job, result, now: now, &out)
+        case .announce(let job):
+            announceStep(job, device: op.deviceID, result, now: now, &out)
+        }
+    }
+
+    mutating func tick(now: Date, _ out: inout BridgeOutput) {
+        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deadline <= now {
+            pending.removeValue(forKey: token)
+            continueAfter(op, .failure(BridgeError(.timeout, "the device did not answer within \(formatSeconds(configuration.cast.requestTimeout)) s")),
+                          now: now, &out)
+        }
+        expireTransferCandidates(now: now)
+        announceTick(now: now, &out)
+        republishPositions(now: now, &out)
+    }
+
+    func topicName(_ id: DeviceID) -> String { devices[id]?.topic ?? id }
+
+    // MARK: - Retained publishing
+
+    /// Publishes a retained JSON document when its content (without `timestampKeys`) changed,
+    /// adding `updated_at: now` when asked.
+    mutating func publishRetained(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, ignoring: Set<String> = [],
+                                  force: Bool = false, _ out: inout BridgeOutput) {
+        let content = JSONOutput.bytes(doc.removing(ignoring))
+        if !force, retained[topic]?.content == content { return }
+        var full = doc
+        if let stamp, case .object(var o) = doc {
+            o["updated_at"] = .time(stamp)
+            full = .object(o)
+        }
+        let payload = JSONOutput.bytes(full)
+        retained[topic] = (content, payload)
+        out.publish(Publication(topic: topic, payload: payload, retain: true))
+    }
+
+    mutating func publishRetainedText(_ topic: String, _ text: String, _ out: inout BridgeOutput) {
+        let bytes = Array(text.utf8)
+        if retained[topic]?.content == bytes { return }
+        retained[topic] = (bytes, bytes)
+        out.publish(Publication(topic: topic, payload: bytes, retain: true))
+    }
+
+    /// Clears a retained topic (empty retained payload).
+    mutating func clearRetained(_ topic: String, _ out: inout BridgeOutput) {
+        retained.removeValue(forKey: topic)
+        out.publish(Publication(topic: topic, payload: [], retain: true))
+    }
+
+    /// After every broker (re)connect: bridge state online first, then every retained topic.
+    mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
+        mqttConnects += 1
+        retained[topics.bridgeState] = (Array("online".utf8), Array("online".utf8))
+        out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
+        publishBridgeInfo(&out)
+        publishBridgeDevices(&out)
+        for id in devices.keys.sorted() { publishDevice(id, now: now, &out) }
+        if configuration.homeassistant.enabled {
+            for id in devices.keys.sorted() { publishDiscovery(id, &out) }
+        }
+        let already = Set(out.publications.map(\.topic))
+        for topic in retained.keys.sorted() where !already.contains(topic) {
+            if let entry = retained[topic] { out.publish(Publication(topic: topic, payload: entry.payload, retain: true)) }
+        }
+    }
+}
+
+func formatSeconds(_ s: Double) -> String {
+    s.rounded() == s ? String(Int(s)) : String(s)
+}

@@ -1,0 +1,197 @@
+import CastProtocol
+import Foundation
+
+/// Stable identifier of a Cast device (the Cast UUID: 32 lower-case hex digits, or a stable
+/// hash of `host:port` for static devices that do not report one).
+public typealias DeviceID = String
+
+/// What kind of Cast endpoint a device is.
+public enum CastType: String, Sendable, Hashable, Codable {
+    case video, audio, group
+}
+
+/// Where the bridge learned about a device.
+public enum DeviceSource: String, Sendable, Hashable, Codable {
+    case mdns, `static`
+}
+
+/// A device as Discovery (mDNS or static configuration) describes it. Built by the I/O side.
+public struct DeviceDescriptor: Sendable, Hashable {
+    public var id: DeviceID
+    public var friendlyName: String
+    public var model: String?
+    public var manufacturer: String?
+    public var castType: CastType
+    public var host: String
+    public var port: Int
+    public var capabilities: [String]
+    public var source: DeviceSource
+    /// The `topic:` of a static config entry; wins over the slug of the friendly name.
+    public var topicOverride: String?
+
+    public init(id: DeviceID, friendlyName: String, model: String? = nil, manufacturer: String? = nil,
+                castType: CastType = .video, host: String, port: Int = 8009, capabilities: [String] = [],
+                source: DeviceSource = .mdns, topicOverride: String? = nil) {
+        self.id = id
+        self.friendlyName = friendlyName
+        self.model = model
+        self.manufacturer = manufacturer
+        self.castType = castType
+        self.host = host
+        self.port = port
+        self.capabilities = capabilities
+        self.source = source
+        self.topicOverride = topicOverride
+    }
+}
+
+/// Identifies one `CastOperation` so that its completion can be matched. Unique per bridge run.
+public struct OperationToken: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (a: OperationToken, b: OperationToken) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "op#\(rawValue)" }
+}
+
+/// Everything that happens to the bridge, fed in order by a single consumer.
+public enum BridgeInput: Sendable {
+    /// The MQTT client (re)connected to the broker: the bridge republishes every retained topic.
+    case mqttConnected
+    /// A message arrived on a subscribed topic. `responseTopic` / `correlationData` are the
+    /// MQTT 5 properties, when the publisher set them.
+    case mqttMessage(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?)
+    case deviceDiscovered(DeviceDescriptor)
+    case deviceUpdated(DeviceDescriptor)
+    case deviceRemoved(DeviceID)
+    /// The Cast connection is up and the device answered (CastConnectionEvent.connected).
+    case castConnected(DeviceID)
+    /// The Cast connection ended; the I/O side reconnects with backoff on its own.
+    case castDisconnected(DeviceID, reason: String)
+    /// A RECEIVER_STATUS (solicited or broadcast).
+    case receiverStatus(DeviceID, ReceiverStatus)
+    /// A MEDIA_STATUS (solicited or broadcast); may be partial or empty.
+    case mediaStatus(DeviceID, [MediaStatus])
+    /// A message from the running app on any namespace other than receiver/media/tp.*.
+    case appMessage(DeviceID, namespace: String, payload: CastPayload)
+    /// The device CLOSEd the virtual connection of an app transport: that app's session ended.
+    case appSessionEnded(DeviceID, transportId: String)
+    /// An operation the bridge asked for finished.
+    case operationCompleted(OperationToken, Result<OperationResult, BridgeError>)
+    /// Clock tick (about once a second): timeouts, transfer windows, position republishing.
+    case tick
+    /// `online` arrived on `<discovery_prefix>/status` (also reachable through `.mqttMessage`).
+    case homeAssistantOnline
+}
+
+/// What an operation answered with.
+public enum OperationResult: Sendable, Hashable {
+    /// The RECEIVER_STATUS answering the request (getReceiverStatus, launch, stopApp, setVolume, setMuted).
+    case receiverStatus(ReceiverStatus)
+    /// The MEDIA_STATUS answering the request (getMediaStatus, media, load, queueLoad, resumeSession).
+    case mediaStatus([MediaStatus])
+    /// The app's reply on the namespace (`send` with `awaitReply`).
+    case appMessage(CastPayload)
+    /// SESSION_STATE's `sessionState` (storeSession).
+    case sessionState(JSONValue)
+    /// Sent, nothing to wait for (`send` without `awaitReply`).
+    case done
+}
+
+/// A message to publish, exactly as given.
+public struct Publication: Sendable, Hashable, CustomStringConvertible {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+    /// nil = `mqtt.qos`.
+    public var qos: Int?
+    /// MQTT 5 Correlation Data (responses to a command that carried a Response Topic).
+    public var correlationData: [UInt8]?
+
+    public init(topic: String, payload: [UInt8], retain: Bool, qos: Int? = nil, correlationData: [UInt8]? = nil) {
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+        self.qos = qos
+        self.correlationData = correlationData
+    }
+
+    public init(topic: String, text: String, retain: Bool, correlationData: [UInt8]? = nil) {
+        self.init(topic: topic, payload: Array(text.utf8), retain: retain, correlationData: correlationData)
+    }
+
+    public var text: String { String(decoding: payload, as: UTF8.self) }
+    public var description: String { "\(topic)\(retain ? " (retained)" : ""): \(text)" }
+}
+
+/// A request to the Cast side. The I/O side runs it and feeds back
+/// `.operationCompleted(token, ...)` exactly once (unless the bridge forgot the token
+/// through a timeout, in which case a late completion is ignored).
+public struct CastOperation: Sendable, Hashable {
+    public var token: OperationToken
+    public var deviceID: DeviceID
+    public var kind: CastOperationKind
+    /// How long the I/O side should wait for the answer; the bridge also times out on its own.
+    public var timeout: Duration
+
+    public init(token: OperationToken, deviceID: DeviceID, kind: CastOperationKind, timeout: Duration) {
+        self.token = token
+        self.deviceID = deviceID
+        self.kind = kind
+        self.timeout = timeout
+    }
+}
+
+/// What to do on the device. See docs/architecture notes in each case.
+public enum CastOperationKind: Sendable, Hashable {
+    /// Receiver GET_STATUS -> `.receiverStatus`.
+    case getReceiverStatus
+    /// Join the running app (CONNECT to its transportId if not yet connected) and send media
+    /// GET_STATUS -> `.mediaStatus` (an empty array when there is no media session).
+    case getMediaStatus
+    /// Receiver LAUNCH -> `.receiverStatus` carrying the new app (LAUNCH_ERROR -> `launch_error`).
+    case launch(appId: String)
+    /// Receiver STOP of that session -> `.receiverStatus`.
+    case stopApp(sessionId: String)
+    /// Receiver SET_VOLUME level (already clamped to 0...1) -> `.receiverStatus`.
+    case setVolume(level: Double)
+    /// Receiver SET_VOLUME muted -> `.receiverStatus`.
+    case setMuted(Bool)
+    /// A media-namespace request to the joined app, with the mediaSessionId already filled in
+    /// -> `.mediaStatus` (media error replies -> the matching `BridgeError`).
+    case media(MediaRequest)
+    /// Launch `appId` unless it already runs, join it, then LOAD -> `.mediaStatus`.
+    case load(LoadRequest, appId: String)
+    /// Launch `appId` unless it already runs, join it, then QUEUE_LOAD -> `.mediaStatus`.
+    case queueLoad(QueueLoadRequest, appId: String)
+    /// Launch `appId` (when given and not running), join the running app and send `payload` on
+    /// `namespace`. With `awaitReply`, complete with the next message of the app on that
+    /// namespace (`.appMessage`), else with `.done` once written.
+    case send(namespace: String, payload: CastPayload, appId: String?, awaitReply: Bool)
+    /// Media STORE_SESSION to the joined app -> `.sessionState`.
+    case storeSession(mediaSessionId: Int?)
+    /// Launch `appId` unless it runs, join it, media RESUME_SESSION -> `.mediaStatus`.
+    case resumeSession(sessionState: JSONValue, appId: String)
+}
+
+/// Everything the bridge wants done for one input, in order: publish first, then operations.
+public struct BridgeOutput: Sendable {
+    public var publications: [Publication] = []
+    public var operations: [CastOperation] = []
+    /// Human-readable lines for the log (level chosen by the I/O side: info).
+    public var logs: [String] = []
+
+    public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
+        self.publications = publications
+        self.operations = operations
+        self.logs = logs
+    }
+
+    public var isEmpty: Bool { publications.isEmpty && operations.isEmpty }
+
+    mutating func publish(_ p: Publication) { publications.append(p) }
+    mutating func append(_ other: BridgeOutput) {
+        publications += other.publications
+        operations += other.operations
+        logs += other.logs
+    }
+}

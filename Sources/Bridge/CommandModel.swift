@@ -1,0 +1,77 @@
+import CastProtocol
+
+/// A parsed device command (mqtt-api.md §5). Values are validated; ranges already checked.
+public enum DeviceCommand: Sendable, Hashable {
+    case load(LoadCommand)
+    case play, pause, toggle, stop
+    case seek(SeekCommand)
+    case rate(Double)
+    case volume(VolumeChange)
+    case mute(MuteChange)
+    case next, previous
+    case launch(appId: String)
+    case quit
+    case send(SendCommand)
+    case transfer(to: String, keepSource: Bool)
+    case refresh
+    case announce(AnnounceCommand)
+    case skipAd
+}
+
+public struct SeekCommand: Sendable, Hashable {
+    public enum Target: Sendable, Hashable { case absolute(Double), relative(Double) }
+    public var target: Target
+    /// `PLAYBACK_START` / `PLAYBACK_PAUSE`, from `"resume": "play" | "pause"`.
+    public var resumeState: String?
+}
+
+public enum VolumeChange: Sendable, Hashable {
+    /// 0...1
+    case level(Double)
+    /// -100...100 percentage points, applied to the last reported level and clamped.
+    case relativePercent(Double)
+}
+
+public enum MuteChange: Sendable, Hashable {
+    case set(Bool)
+    case toggle
+}
+
+public struct LoadCommand: Sendable, Hashable {
+    public var appId: String
+    /// Exactly one of `load` / `queue` is set.
+    public var load: LoadRequest?
+    public var queue: QueueLoadRequest?
+}
+
+public struct SendCommand: Sendable, Hashable {
+    public var namespace: String
+    public var payload: CastPayload
+    public var appId: String?
+    public var awaitReply: Bool
+    /// Seconds; nil = `cast.request_timeout`.
+    public var timeout: Double?
+}
+
+public struct AnnounceCommand: Sendable, Hashable {
+    public var url: String
+    public var volume: Double?
+    public var contentType: String?
+    public var title: String?
+}
+
+/// A command with what the response needs to echo.
+public struct ParsedCommand: Sendable, Hashable {
+    public var name: String
+    /// The `id` of the JSON form (string or number), echoed in the response.
+    public var id: JSONValue?
+    public var command: DeviceCommand
+}
+
+/// Bridge-level requests (`<base>/bridge/request/<name>`).
+public enum BridgeRequest: Sendable, Hashable {
+    case devices
+    case refresh
+    case transfer(from: String, to: String, keepSource: Bool)
+    case healthCheck
+}

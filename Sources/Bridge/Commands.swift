@@ -1,0 +1,183 @@
+import CastProtocol
+import Foundation
+
+/// Maps parsed device commands to Cast operations. Every precondition is checked BEFORE anything
+/// is sent: unknown device, offline device (`device_offline` at once), no app, no media session,
+/// and `not_supported` from the receiver's `supportedMediaCommands`.
+extension BridgeCore {
+    /// Finds a device by topic name, friendly name (case-insensitive) or id.
+    func resolveDevice(_ key: String) -> DeviceID? {
+        if let id = names.device(named: key), devices[id] != nil { return id }
+        if devices[key] != nil { return key }
+        let lower = key.lowercased()
+        if devices[lower] != nil { return lower }
+        return devices.values.sorted { $0.id < $1.id }.first { $0.descriptor.friendlyName.lowercased() == lower }?.id
+    }
+
+    mutating func runCommand(_ command: DeviceCommand, deviceTopic: String, _ ctx: CommandContext, now: Date,
+                             _ out: inout BridgeOutput) {
+        guard let id = names.device(named: deviceTopic), let device = devices[id] else {
+            respond(ctx, .failure(BridgeError(.unknownDevice, "no device has the topic name \"\(deviceTopic)\"; see \(topics.bridgeDevices)")), &out)
+            return
+        }
+        guard device.online else {
+            respond(ctx, .failure(BridgeError(.deviceOffline, "\(device.topic) is offline; the command was not sent")), &out)
+            return
+        }
+        switch plan(command, device: device) {
+        case .failure(let error):
+            respond(ctx, .failure(error), &out)
+        case .success(let plan):
+            switch plan {
+            case .single(let kind, let timeout):
+                enqueue(id, kind, purpose: .command(ctx, command), now: now, timeout: timeout, &out)
+            case .refresh:
+                enqueue(id, .getReceiverStatus, purpose: .refresh(ctx, mediaDone: false), now: now, &out)
+            case .transfer(let target, let keepSource):
+                startTransfer(ctx, from: id, to: target, keepSource: keepSource, now: now, &out)
+            case .announce(let announce):
+                startAnnounce(ctx, device: id, announce, now: now, &out)
+            }
+        }
+    }
+
+    enum Plan {
+        case single(CastOperationKind, timeout: Double?)
+        case refresh
+        case transfer(to: String, keepSource: Bool)
+        case announce(AnnounceCommand)
+    }
+
+    /// Decides what to send, or why nothing can be sent.
+    func plan(_ command: DeviceCommand, device: DeviceState) -> Result<Plan, BridgeError> {
+        func single(_ kind: CastOperationKind) -> Result<Plan, BridgeError> { .success(.single(kind, timeout: nil)) }
+        switch command {
+        case .play, .pause, .toggle, .stop, .seek, .rate, .next, .previous, .skipAd:
+            return mediaPlan(command, device: device).map { .single(.media($0), timeout: nil) }
+        case .volume(let change):
+            let volume = device.receiver?.volume
+            if volume?.controlType == "fixed" {
+                return .failure(BridgeError(.notSupported, "\(device.topic) has a fixed volume"))
+            }
+            switch change {
+            case .level(let level): return single(.setVolume(level: min(max(level, 0), 1)))
+            case .relativePercent(let delta):
+                guard let current = volume?.level else {
+                    return .failure(BridgeError(.invalidPlayerState,
+                        "\(device.topic) has not reported its volume yet; send an absolute volume such as 40"))
+                }
+                let level = min(max(current + delta / 100, 0), 1)
+                return single(.setVolume(level: (level * 1000).rounded() / 1000))
+            }
+        case .mute(let change):
+            switch change {
+            case .set(let muted): return single(.setMuted(muted))
+            case .toggle: return single(.setMuted(!(device.receiver?.volume?.muted ?? false)))
+            }
+        case .launch(let appId):
+            return single(.launch(appId: appId))
+        case .quit:
+            guard let session = device.activeApp?.sessionId else {
+                return .failure(BridgeError(.noApp, "no app is running on \(device.topic)"))
+            }
+            return single(.stopApp(sessionId: session))
+        case .load(let load):
+            if let request = load.load { return single(.load(request, appId: load.appId)) }
+            if let queue = load.queue { return single(.queueLoad(queue, appId: load.appId)) }
+            return .failure(BridgeError(.internal, "load without media"))
+        case .send(let send):
+            if send.appId == nil {
+                guard let app = device.activeApp else {
+                    return .failure(BridgeError(.noApp, "no app is running on \(device.topic); give \"app_id\" to launch one first"))
+                }
+                if !app.namespaces.isEmpty, !app.namespaces.contains(send.namespace) {
+                    return .failure(BridgeError(.notSupported,
+                        "the running app \(app.displayName ?? app.appId) does not speak \(send.namespace)"))
+                }
+            }
+            return .success(.single(.send(namespace: send.namespace, payload: send.payload, appId: send.appId,
+                                          awaitReply: send.awaitReply), timeout: send.timeout))
+        case .transfer(let to, let keepSource):
+            return .success(.transfer(to: to, keepSource: keepSource))
+        case .refresh:
+            return .success(.refresh)
+        case .announce(let a):
+            return .success(.announce(a))
+        }
+    }
+
+    /// Media-namespace commands: need an app, a media session and the command in supportedMediaCommands
+    /// (an absent `supportedMediaCommands` is treated as "unknown" and allows everything).
+    func mediaPlan(_ command: DeviceCommand, device: DeviceState) -> Result<MediaRequest, BridgeError> {
+        guard device.activeApp != nil else {
+            return .failure(BridgeError(.noApp, "no app is running on \(device.topic); use load to play something"))
+        }
+        guard let media = device.media, let session = media.mediaSessionId else {
+            return .failure(BridgeError(.noMediaSession, "\(device.topic) has no media session; use load to play something"))
+        }
+        let known = media.supportedMediaCommands != nil
+        let supported = media.commands
+        func require(_ bit: MediaCommands, _ what: String) -> BridgeError? {
+            (known && !supported.contains(bit)) ? BridgeError(.notSupported, "the receiver on \(device.topic) does not support \(what)") : nil
+        }
+        switch command {
+        case .play: return .success(.play(mediaSessionId: session))
+        case .pause:
+            if let e = require(.pause, "pause") { return .failure(e) }
+            return .success(.pause(mediaSessionId: session))
+        case .toggle:
+            if media.playerState == "PLAYING" || media.playerState == "BUFFERING" {
+                if let e = require(.pause, "pause") { return .failure(e) }
+                return .success(.pause(mediaSessionId: session))
+            }
+            return .success(.play(mediaSessionId: session))
+        case .stop: return .success(.stop(mediaSessionId: session))
+        case .seek(let seek):
+            if let e = require(.seek, "seeking") { return .failure(e) }
+            switch seek.target {
+            case .absolute(let t): return .success(.seek(mediaSessionId: session, currentTime: t, relativeTime: nil, resumeState: seek.resumeState))
+            case .relative(let t): return .success(.seek(mediaSessionId: session, currentTime: nil, relativeTime: t, resumeState: seek.resumeState))
+            }
+        case .rate(let rate):
+            if let e = require(.playbackRate, "changing the playback rate") { return .failure(e) }
+            return .success(.setPlaybackRate(mediaSessionId: session, rate: rate))
+        case .next:
+            if let e = require(.queueNext, "skipping to the next item") { return .failure(e) }
+            return .success(.queueNext(mediaSessionId: session))
+        case .previous:
+            if let e = require(.queuePrev, "going back to the previous item") { return .failure(e) }
+            return .success(.queuePrev(mediaSessionId: session))
+        case .skipAd:
+            if let e = require(.skipAd, "skipping ads") { return .failure(e) }
+            guard let breakStatus = media.breakStatus else {
+                return .failure(BridgeError(.invalidPlayerState, "no ad break is playing on \(device.topic)"))
+            }
+            if let when = breakStatus.whenSkippable, when < 0 {
+                return .failure(BridgeError(.invalidPlayerState, "this ad cannot be skipped"))
+            }
+            if let when = breakStatus.whenSkippable, let clipTime = breakStatus.currentBreakClipTime, clipTime < when {
+                return .failure(BridgeError(.invalidPlayerState,
+                    "the ad can be skipped after \(formatSeconds(when)) s (now at \(formatSeconds(clipTime)) s)"))
+            }
+            return .success(.skipAd(mediaSessionId: session))
+        default:
+            return .failure(BridgeError(.internal, "not a media command"))
+        }
+    }
+
+    /// `refresh`: receiver GET_STATUS, then media GET_STATUS when an app that speaks media runs.
+    mutating func refreshStep(_ ctx: CommandContext?, device id: DeviceID, mediaDone: Bool,
+                              _ result: Result<OperationResult, BridgeError>, now: Date, _ out: inout BridgeOutput) {
+        if case .failure(let e) = result {
+            if let ctx { respond(ctx, .failure(e), &out) }
+            return
+        }
+        if !mediaDone, let device = devices[id], device.appSpeaksMedia, let ctx {
+            enqueue(id, .getMediaStatus, purpose: .refresh(ctx, mediaDone: true), now: now, &out)
+            return
+        }
+        if let ctx, let device = devices[id] {
+            respond(ctx, .success(.object(["state": .string(device.stateWord), "position": .num(device.estimatedPosition(now: now))])), &out)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+/// The daemon's configuration (mqtt-api.md §8). Every field has a default; parsing lives in
+/// ConfigurationLoader.swift, where every key is listed once.
+public struct BridgeConfiguration: Sendable, Hashable {
+    public struct MQTT: Sendable, Hashable {
+        public var url = "mqtt://localhost:1883"
+        public var baseTopic = "cast2mqtt"
+        public var clientID = "cast2mqtt"
+        public var username: String?
+        public var password: String?
+        public var passwordFile: String?
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        public var insecure = false
+        /// `5` or `3.1.1`.
+        public var protocolVersion = "5"
+        public var qos = 1
+        public var keepalive = 30
+        /// Largest accepted command payload in bytes.
+        public var maxPayload = 65_536
+        public init() {}
+    }
+
+    /// A `discovery.devices` entry.
+    public struct StaticDevice: Sendable, Hashable {
+        public var host: String
+        public var port = 8009
+        public var name: String?
+        public var id: String?
+        public var topic: String?
+        public init(host: String, port: Int = 8009, name: String? = nil, id: String? = nil, topic: String? = nil) {
+            self.host = host
+            self.port = port
+            self.name = name
+            self.id = id
+            self.topic = topic
+        }
+    }
+
+    public struct Discovery: Sendable, Hashable {
+        public var mdns = true
+        /// Empty = all interfaces.
+        public var interfaces: [String] = []
+        public var devices: [StaticDevice] = []
+        /// Names or ids; empty = all.
+        public var include: [String] = []
+        public var exclude: [String] = []
+        public init() {}
+
+        /// Whether a device passes include/exclude (matched against its name and id, case-insensitive).
+        public func admits(id: String, name: String) -> Bool {
+            let keys = [id.lowercased(), name.lowercased()]
+            if exclude.contains(where: { keys.contains($0.lowercased()) }) { return false }
+            return include.isEmpty || include.contains(where: { keys.contains($0.lowercased()) })
+        }
+    }
+
+    public struct Cast: Sendable, Hashable {
+        /// Seconds.
+        public var heartbeatInterval = 5.0
+        public var heartbeatTimeout = 15.0
+        public var requestTimeout = 10.0
+        public var reconnectInitial = 0.5
+        public var reconnectMax = 60.0
+        public var transferWindow = 15.0
+        /// Glob patterns (`*` any run, `?` one character) of namespaces `send` may use.
+        public var allowedNamespaces = ["urn:x-cast:*"]
+        public init() {}
+    }
+
+    public struct Media: Sendable, Hashable {
+        /// Seconds between republishing `media` with an estimated position while playing; 0 = off.
+        public var positionInterval = 0.0
+        public init() {}
+    }
+
+    public struct HomeAssistant: Sendable, Hashable {
+        public var enabled = true
+        public var discoveryPrefix = "homeassistant"
+        public var mediaPlayer = false
+        public init() {}
+    }
+
+    public struct Log: Sendable, Hashable {
+        /// trace, debug, info, notice, warning, error, critical.
+        public var level = "info"
+        public init() {}
+    }
+
+    public var mqtt = MQTT()
+    public var discovery = Discovery()
+    public var cast = Cast()
+    public var media = Media()
+    public var homeassistant = HomeAssistant()
+    public var stateDir = "/var/lib/cast2mqtt"
+    public var log = Log()
+
+    public init() {}
+
+    /// The bridge's own version string, shown in `bridge/info`.
+    public var version = "0.1.0"
+}
+
+/// A configuration problem, with the dotted path of the key (`mqtt.qos`) in the message.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+    public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+}
+
+/// Glob matching for `cast.allowed_namespaces`: `*` matches any run of characters, `?` one.
+public func globMatches(_ pattern: String, _ text: String) -> Bool {
+    let p = Array(pattern.unicodeScalars), t = Array(text.unicodeScalars)
+    var pi = 0, ti = 0, starP = -1, starT = 0
+    while ti < t.count {
+        if pi < p.count, p[pi] == "?" || p[pi] == t[ti] {
+            pi += 1; ti += 1
+        } else if pi < p.count, p[pi] == "*" {
+            starP = pi; starT = ti; pi += 1
+        } else if starP >= 0 {
+            pi = starP + 1; starT += 1; ti = starT
+        } else {
+            return false
+        }
+    }
+    while pi < p.count, p[pi] == "*" { pi += 1 }
+    return pi == p.count
+}

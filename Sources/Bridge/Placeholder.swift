@@ -1,2 +1,0 @@
-// Bridge — placeholder until the module lands.
-enum BridgePlaceholder {}
