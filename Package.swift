@@ -178,6 +178,17 @@ let package = Package(
             dependencies: ["Discovery", "TestSupport"],
             swiftSettings: strict
         ),
+        // The daemon as a process against a real mosquitto and simulated devices.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "CastSimulator", "CastProtocol", "MQTT", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "BridgeTests",
             dependencies: ["Bridge", "CastProtocol"],

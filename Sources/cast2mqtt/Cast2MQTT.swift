@@ -121,10 +121,10 @@ enum DeviceTable {
 /// A thousand Cast connections need more descriptors than the usual soft limit of 1024.
 func raiseDescriptorLimit(logger: Logger) {
     var limit = rlimit()
-    guard getrlimit(RLIMIT_NOFILE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
     let old = limit.rlim_cur
     limit.rlim_cur = limit.rlim_max
-    if setrlimit(RLIMIT_NOFILE, &limit) == 0 {
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
         logger.debug("raised the descriptor limit", metadata: ["from": "\(old)", "to": "\(limit.rlim_cur)"])
     }
 }

@@ -1,0 +1,173 @@
+import CastProtocol
+import CastSimulator
+import Foundation
+import Logging
+import MQTT
+import NIOCore
+import NIOPosix
+import Testing
+import TestSupport
+
+/// Every message seen by the observing MQTT client, for assertions.
+final class Observer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var all: [MQTTMessage] = []
+    private var task: Task<Void, Never>?
+
+    init(_ client: MosquittoClient) {
+        let stream = client.events
+        task = Task { [weak self] in
+            for await event in stream {
+                if case .message(let m) = event { self?.append(m) }
+            }
+        }
+    }
+
+    deinit { task?.cancel() }
+
+    private func append(_ m: MQTTMessage) {
+        lock.lock()
+        all.append(m)
+        lock.unlock()
+    }
+
+    var messages: [MQTTMessage] {
+        lock.lock()
+        defer { lock.unlock() }
+        return all
+    }
+
+    func messages(on topic: String) -> [MQTTMessage] { messages.filter { $0.topic == topic } }
+    func last(_ topic: String) -> String? { messages(on: topic).last.map { String(decoding: $0.payload, as: UTF8.self) } }
+    func lastJSON(_ topic: String) -> JSONValue? {
+        last(topic).flatMap { try? CastJSON.decode(JSONValue.self, from: $0) }
+    }
+
+    /// Waits until the newest message on `topic` satisfies `predicate`.
+    @discardableResult
+    func wait(_ topic: String, timeout: Duration = .seconds(15), _ predicate: @escaping (String) -> Bool = { _ in true }) async -> String? {
+        _ = await waitUntil(timeout: timeout) { self.last(topic).map(predicate) ?? false }
+        return last(topic).flatMap { predicate($0) ? $0 : nil }
+    }
+
+    /// Waits until the newest JSON on `topic` satisfies `predicate`.
+    @discardableResult
+    func waitJSON(_ topic: String, timeout: Duration = .seconds(15), _ predicate: @escaping (JSONValue) -> Bool) async -> JSONValue? {
+        _ = await waitUntil(timeout: timeout) { self.lastJSON(topic).map(predicate) ?? false }
+        return lastJSON(topic).flatMap { predicate($0) ? $0 : nil }
+    }
+}
+
+/// mosquitto + simulated devices + the cast2mqtt daemon as a process + an observing client.
+final class BridgeHarness: @unchecked Sendable {
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    let broker: MosquittoBroker
+    let simulator: CastSimulator
+    let devices: [SimulatedDevice]
+    let directory: String
+    private(set) var daemon: ManagedProcess?
+    let client: MosquittoClient
+    let observer: Observer
+    private var nextID = 0
+
+    init(devices names: [String] = ["Living Room TV", "Kitchen"], extraConfig: String = "") async throws {
+        broker = try MosquittoBroker()
+        simulator = CastSimulator(group: BridgeHarness.group)
+        var devices: [SimulatedDevice] = []
+        for name in names {
+            devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(
+                name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))))
+        }
+        self.devices = devices
+        directory = NSTemporaryDirectory() + "cast2mqtt-e2e-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var logger = Logger(label: "e2e.observer")
+        logger.logLevel = .warning
+        client = try MosquittoClient(configuration: MQTTConfiguration(url: broker.url, clientID: "e2e-observer-\(UUID().uuidString.prefix(6))",
+                                                                      cleanStart: true), logger: logger)
+        observer = Observer(client)
+        try client.subscribe("cast2mqtt/#", qos: .atLeastOnce)
+        try client.subscribe("homeassistant/#", qos: .atLeastOnce)
+        try client.subscribe("e2e/#", qos: .atLeastOnce)
+        try client.start()
+        let config = """
+        mqtt:
+          url: \(broker.url)
+          client_id: cast2mqtt-e2e
+        discovery:
+          mdns: false
+          devices:
+        \(devices.map { "    - {host: 127.0.0.1, port: \($0.port), name: \"\($0.name)\", id: \($0.id)}" }.joined(separator: "\n"))
+        cast:
+          heartbeat_interval: 1
+          heartbeat_timeout: 3
+          request_timeout: 5
+          reconnect: {initial: 0.2, max: 2}
+        state_dir: \(directory)/state
+        log:
+          level: debug
+        \(extraConfig)
+        """
+        try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try startDaemon()
+    }
+
+    func startDaemon() throws {
+        daemon = try ManagedProcess(try builtExecutable("cast2mqtt"), ["run", "--config", directory + "/config.yaml"],
+                                    logName: "cast2mqtt-e2e")
+    }
+
+    func stopDaemon() { daemon?.stop(grace: 5) }
+
+    /// The daemon's log, for failure messages.
+    var log: String { daemon?.output ?? "" }
+
+    func topic(_ device: String, _ suffix: String) -> String { "cast2mqtt/\(device)/\(suffix)" }
+
+    /// Waits until every device is online.
+    func waitOnline(_ slugs: [String]) async throws {
+        for slug in slugs {
+            let online = await observer.wait(topic(slug, "availability"), timeout: .seconds(20)) { $0 == "online" }
+            try #require(online != nil, "\(slug) did not come online; daemon log:\n\(log.suffix(4000))")
+        }
+    }
+
+    /// Publishes a command and returns its response document.
+    func command(_ device: String, _ name: String, _ payload: String, timeout: Duration = .seconds(15)) async throws -> JSONValue {
+        try await command(device, name, Array(payload.utf8), timeout: timeout)
+    }
+
+    func command(_ device: String, _ name: String, _ payload: [UInt8], timeout: Duration = .seconds(15)) async throws -> JSONValue {
+        let responseTopic = topic(device, "response")
+        let before = observer.messages(on: responseTopic).count
+        try client.publish(MQTTMessage(topic: topic(device, "command/\(name)"), payload: payload, qos: .atLeastOnce))
+        let arrived = await waitUntil(timeout: timeout) { self.observer.messages(on: responseTopic).count > before }
+        try #require(arrived, "no response to \(name) on \(device); daemon log:\n\(log.suffix(4000))")
+        let message = observer.messages(on: responseTopic)[before]
+        return try CastJSON.decode(JSONValue.self, from: message.payload)
+    }
+
+    /// A JSON command with a fresh `id`; checks the id is echoed.
+    func jsonCommand(_ device: String, _ name: String, _ fields: [String: JSONValue]) async throws -> JSONValue {
+        nextID += 1
+        var object = fields
+        object["id"] = .string("e2e-\(nextID)")
+        let text = try CastJSON.encode(JSONValue.object(object))
+        let response = try await command(device, name, text)
+        #expect(response["id"] == .string("e2e-\(nextID)"), "id not echoed in \(response)")
+        return response
+    }
+
+    func close() async {
+        stopDaemon()
+        await client.shutdown(finalMessage: nil)
+        await simulator.shutdown()
+        broker.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension JSONValue {
+    var status: String? { self["status"]?.stringValue }
+    var errorCode: String? { self["error"]?["code"]?.stringValue }
+}
