@@ -1,0 +1,138 @@
+import CastProtocol
+import CastSimulator
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct EndToEndRecoveryTests {
+    @Test func brokerRestartRepublishesRetainedState() async throws {
+        let h = try await BridgeHarness(devices: ["Living Room TV"])
+        defer { Task { await h.close() } }
+        try await h.waitOnline(["living_room_tv"])
+        _ = try await h.command("living_room_tv", "volume", "35")
+        // The broker loses everything (no persistence), then comes back on the same port.
+        h.broker.stop()
+        try h.broker.start()
+        // The bridge reconnects and republishes every retained topic with the current state;
+        // the observer reconnects too and sees them.
+        #expect(await waitUntil(timeout: .seconds(20)) {
+            h.observer.messages(on: "cast2mqtt/bridge/state").filter { String(decoding: $0.payload, as: UTF8.self) == "online" }.count >= 2
+        }, "bridge state not republished; log:\n\(h.log.suffix(3000))")
+        #expect(await waitUntil(timeout: .seconds(10)) { h.observer.messages(on: "cast2mqtt/living_room_tv/availability").count >= 2 })
+        let receiver = await h.observer.waitJSON("cast2mqtt/living_room_tv/receiver") {
+            abs(($0["volume"]?["level"]?.doubleValue ?? 0) - 0.35) < 0.01
+        }
+        #expect(receiver != nil)
+        // Commands work after the broker came back.
+        #expect(try await h.command("living_room_tv", "volume", "20").status == "ok")
+    }
+
+    @Test func homeAssistantOnlineRepublishesDiscovery() async throws {
+        let h = try await BridgeHarness(devices: ["Living Room TV"])
+        defer { Task { await h.close() } }
+        try await h.waitOnline(["living_room_tv"])
+        _ = await waitUntil { h.observer.messages.contains { $0.topic.hasPrefix("homeassistant/") } }
+        try await Task.sleep(for: .milliseconds(500))
+        let configs = h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
+        let before = configs.count
+        let distinct = Set(configs.map(\.topic)).count
+        #expect(distinct >= 12)
+        try h.client.publish(MQTTMessage(topic: "homeassistant/status", payload: Array("online".utf8), qos: .atLeastOnce))
+        #expect(await waitUntil(timeout: .seconds(10)) {
+            h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }.count >= before + distinct
+        }, "before \(before); log:\n\(h.log.suffix(3000))")
+    }
+
+    @Test func deviceRestartRejoinsAndPublishesFreshState() async throws {
+        let h = try await BridgeHarness(devices: ["Living Room TV"])
+        defer { Task { await h.close() } }
+        try await h.waitOnline(["living_room_tv"])
+        _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
+        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+        // A drop: the bridge rejoins the running session without relaunching or reloading.
+        await h.devices[0].dropConnections()
+        #expect(await waitUntil(timeout: .seconds(15)) {
+            h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
+                String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
+            }
+        })
+        #expect(h.devices[0].counters.launches == 1)
+        #expect(h.devices[0].counters.loads == 1)
+        #expect(h.observer.last("cast2mqtt/living_room_tv/state") == "playing")
+        // A reboot: the app is gone; the bridge must not keep stale "playing" state.
+        try await h.devices[0].restart(refuseFor: .seconds(1))
+        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state", timeout: .seconds(20)) { $0 == "off" } != nil)
+        #expect(await h.observer.wait("cast2mqtt/living_room_tv/availability", timeout: .seconds(20)) { $0 == "online" } != nil)
+    }
+
+    @Test func garbageFromTheDeviceIsSurvived() async throws {
+        let h = try await BridgeHarness(devices: ["Living Room TV"])
+        defer { Task { await h.close() } }
+        try await h.waitOnline(["living_room_tv"])
+        await h.devices[0].sendGarbageFrame()
+        #expect(await waitUntil(timeout: .seconds(15)) {
+            h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
+                String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
+            }
+        })
+        #expect(try await h.command("living_room_tv", "volume", "10").status == "ok")
+        #expect(h.daemon?.isRunning == true)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct CommandLineTests {
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try builtExecutable("cast2mqtt"))
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    private func configFile(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "cast2mqtt-cli-\(UUID().uuidString.prefix(8)).yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func checkConfigMasksSecretsAndAppliesEnvironment() throws {
+        let path = try configFile("mqtt:\n  url: mqtt://127.0.0.1:1883\n  username: me\n  password: hunter2\n")
+        let (status, output) = try run(["check-config", "--config", path], environment: ["CAST2MQTT_MQTT_BASE_TOPIC": "casts"])
+        #expect(status == 0, "\(output)")
+        #expect(!output.contains("hunter2"))
+        #expect(output.contains("casts"))
+    }
+
+    @Test func checkConfigRejectsUnknownKeysWithTheirPath() throws {
+        let path = try configFile("mqtt:\n  urll: mqtt://x\n")
+        let (status, output) = try run(["check-config", "--config", path])
+        #expect(status != 0)
+        #expect(output.contains("mqtt.urll"), "\(output)")
+        let typed = try configFile("cast:\n  heartbeat_interval: often\n")
+        let (status2, output2) = try run(["check-config", "--config", typed])
+        #expect(status2 != 0)
+        #expect(output2.contains("cast.heartbeat_interval"), "\(output2)")
+    }
+
+    @Test func versionAndDevicesTable() throws {
+        let (status, output) = try run(["--version"])
+        #expect(status == 0)
+        #expect(output.contains("."))
+        let path = try configFile("discovery:\n  mdns: false\n  devices:\n    - {host: 127.0.0.1, port: 9, name: \"Static TV\"}\n")
+        let (status2, table) = try run(["devices", "--config", path, "--seconds", "0.5"])
+        #expect(status2 == 0, "\(table)")
+        #expect(table.contains("Static TV"))
+        #expect(table.contains("static"))
+    }
+}
