@@ -72,7 +72,14 @@ extension MQTTError {
         switch rc {
         case MOSQ_ERR_NO_CONN.rawValue: code = .noConnection
         case MOSQ_ERR_CONN_REFUSED.rawValue: code = .connectionRefused
-        case MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_KEEPALIVE.rawValue: code = .connectionLost
+        case MOSQ_ERR_CONN_LOST.rawValue: code = .connectionLost
+        case MOSQ_ERR_KEEPALIVE.rawValue:
+            // libmosquitto 2.0.11's mosquitto_strerror does not know this one.
+            code = .connectionLost
+            text = "no answer from the broker within the keepalive interval"
+        case MOSQ_ERR_TIMEOUT.rawValue:
+            code = .connectionLost
+            text = "timed out"
         case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue,
             MOSQ_ERR_DUPLICATE_PROPERTY.rawValue:
             code = .protocolError

@@ -404,4 +404,26 @@ import Glibc
         #expect(samples[samples.count / 2] < .milliseconds(40))
         await client.shutdown(finalMessage: nil)
     }
+
+    @Test(.timeLimit(.minutes(1)), arguments: MQTTProtocolVersion.allCases)
+    func connectingToASilentHostIsBoundedAndShutdownStaysPrompt(version: MQTTProtocolVersion) async throws {
+        let silent = try SilentListener()
+        let (client, recorder) = try startClient("mqtt://127.0.0.1:\(silent.port)") {
+            $0.protocolVersion = version
+            $0.keepalive = 5
+        }
+        // The attempt gives up after about `keepalive` seconds instead of the kernel's ~2 minutes.
+        #expect(await waitUntil(timeout: .seconds(9)) { client.lastError != nil })
+        print("MQTT \(version.rawValue), silent host: \(String(describing: client.lastError))")
+        #expect([.system, .connectionLost].contains(client.lastError?.code), "\(String(describing: client.lastError))")
+        #expect(client.lastError?.message.contains("Unknown error") == false)
+        #expect(recorder.connectedCount == 0)
+        // Shut down in the middle of the next attempt: prompt, not after the 5 s safety timeout.
+        try await Task.sleep(for: .milliseconds(700))
+        let clock = ContinuousClock()
+        let start = clock.now
+        await client.shutdown(finalMessage: nil)
+        #expect(clock.now - start < .seconds(1), "shutdown took \(clock.now - start)")
+        #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
+    }
 }
