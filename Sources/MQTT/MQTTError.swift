@@ -62,7 +62,8 @@ extension MQTTError {
     /// Throws unless `rc` is MOSQ_ERR_SUCCESS. `operation` names what was attempted.
     static func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(MQTTError) {
         if rc == MOSQ_ERR_SUCCESS.rawValue { return }
-        throw MQTTError(returnCode: rc, operation: operation(), errno: errno)
+        let savedErrno = errno
+        throw MQTTError(returnCode: rc, operation: operation(), errno: savedErrno)
     }
 
     /// Maps a libmosquitto return code (`MOSQ_ERR_*`). `errnoValue` is used for MOSQ_ERR_ERRNO.

@@ -348,9 +348,11 @@ final class MosquittoConnection: @unchecked Sendable {
         _ = write(wakeWrite, &byte, 1)
     }
 
+    /// Empties the wake-up pipe (non-blocking; at most 16 reads).
     private func drainWake() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        for _ in 0..<16 where read(wakeRead, &buffer, buffer.count) == buffer.count {}
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var reads = 0
+        while reads < 16, read(wakeRead, &buffer, buffer.count) == buffer.count { reads += 1 }
     }
 
     func yield(_ event: MQTTEvent) { continuation.yield(event) }
