@@ -280,7 +280,9 @@ final class MosquittoConnection: @unchecked Sendable {
     @discardableResult
     func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
         guard message.payload.count <= 268_435_455 else {
-            throw MQTTError(code: .payloadTooLarge, message: "payload of \(message.payload.count) bytes is over the MQTT limit")
+            throw MQTTError(
+                code: .payloadTooLarge,
+                message: "payload of \(message.payload.count) bytes is over the MQTT limit")
         }
         var properties: OpaquePointer?
         defer { mosquitto_property_free_all(&properties) }
@@ -537,7 +539,8 @@ final class MosquittoConnection: @unchecked Sendable {
             var socket = mosquitto_socket(handle)
             if socket < 0 && attemptActive {
                 attemptActive = false
-                nextAttempt = attemptEnded(lastRC: lastRC, stopping: stop, delay: &delay, initial: initial, maximum: maximum, now: now)
+                nextAttempt = attemptEnded(
+                    lastRC: lastRC, stopping: stop, delay: &delay, initial: initial, maximum: maximum, now: now)
             }
             if socket < 0 {
                 if stop { break }
