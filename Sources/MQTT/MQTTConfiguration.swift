@@ -193,7 +193,8 @@ public struct MQTTConfiguration: Sendable {
             bytes.append(UInt8(truncatingIfNeeded: c))
         }
         guard let line = String(validating: bytes, as: UTF8.self), !line.isEmpty else {
-            throw MQTTError(code: .invalidConfiguration, message: "password file \(passwordFile) has an empty first line")
+            throw MQTTError(
+                code: .invalidConfiguration, message: "password file \(passwordFile) has an empty first line")
         }
         return line
     }

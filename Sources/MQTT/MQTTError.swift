@@ -62,7 +62,8 @@ extension MQTTError {
     /// Throws unless `rc` is MOSQ_ERR_SUCCESS. `operation` names what was attempted.
     static func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(MQTTError) {
         if rc == MOSQ_ERR_SUCCESS.rawValue { return }
-        throw MQTTError(returnCode: rc, operation: operation(), errno: errno)
+        let savedErrno = errno
+        throw MQTTError(returnCode: rc, operation: operation(), errno: savedErrno)
     }
 
     /// Maps a libmosquitto return code (`MOSQ_ERR_*`). `errnoValue` is used for MOSQ_ERR_ERRNO.
@@ -72,7 +73,14 @@ extension MQTTError {
         switch rc {
         case MOSQ_ERR_NO_CONN.rawValue: code = .noConnection
         case MOSQ_ERR_CONN_REFUSED.rawValue: code = .connectionRefused
-        case MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_KEEPALIVE.rawValue: code = .connectionLost
+        case MOSQ_ERR_CONN_LOST.rawValue: code = .connectionLost
+        case MOSQ_ERR_KEEPALIVE.rawValue:
+            // libmosquitto 2.0.11's mosquitto_strerror does not know this one.
+            code = .connectionLost
+            text = "no answer from the broker within the keepalive interval"
+        case MOSQ_ERR_TIMEOUT.rawValue:
+            code = .connectionLost
+            text = "timed out"
         case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue,
             MOSQ_ERR_DUPLICATE_PROPERTY.rawValue:
             code = .protocolError

@@ -88,13 +88,18 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
         }
         guard let wasStarted else { return }
         let clock = ContinuousClock()
+        if finalMessage != nil && !(wasStarted && isConnected) {
+            connection.logger.info("not connected to the MQTT broker: final message not sent")
+        }
         if let finalMessage, wasStarted, isConnected {
             connection.shared.withLock { $0.trackCompletions = true }
             do {
                 let mid = try connection.publish(finalMessage)
                 let deadline = clock.now.advanced(by: .seconds(5))
                 while clock.now < deadline {
-                    let (done, connected) = connection.shared.withLock { ($0.completedMids.contains(mid), $0.connected) }
+                    let (done, connected) = connection.shared.withLock {
+                        ($0.completedMids.contains(mid), $0.connected)
+                    }
                     if done || !connected { break }
                     try? await Task.sleep(for: .milliseconds(5))
                 }

@@ -280,7 +280,9 @@ final class MosquittoConnection: @unchecked Sendable {
     @discardableResult
     func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
         guard message.payload.count <= 268_435_455 else {
-            throw MQTTError(code: .payloadTooLarge, message: "payload of \(message.payload.count) bytes is over the MQTT limit")
+            throw MQTTError(
+                code: .payloadTooLarge,
+                message: "payload of \(message.payload.count) bytes is over the MQTT limit")
         }
         var properties: OpaquePointer?
         defer { mosquitto_property_free_all(&properties) }
@@ -348,9 +350,11 @@ final class MosquittoConnection: @unchecked Sendable {
         _ = write(wakeWrite, &byte, 1)
     }
 
+    /// Empties the wake-up pipe (non-blocking; at most 16 reads).
     private func drainWake() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        for _ in 0..<16 where read(wakeRead, &buffer, buffer.count) == buffer.count {}
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var reads = 0
+        while reads < 16, read(wakeRead, &buffer, buffer.count) == buffer.count { reads += 1 }
     }
 
     func yield(_ event: MQTTEvent) { continuation.yield(event) }
@@ -388,11 +392,75 @@ final class MosquittoConnection: @unchecked Sendable {
         return max(0, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
+    /// Checks with a non-blocking TCP connect that the broker accepts connections, bounded by
+    /// `timeout` and cut short by a stop request. It runs before `mosquitto_connect_bind_v5`, whose
+    /// blocking connect would otherwise hang the network thread for the kernel's SYN timeout
+    /// (about two minutes) when the broker's host drops packets.
+    private func probeBroker(timeout: Duration) -> MQTTError? {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let lookup = getaddrinfo(address.host, String(address.port), &hints, &list)
+        guard lookup == 0, let list else {
+            let why = gai_strerror(lookup).map { String(cString: $0) } ?? "error \(lookup)"
+            return MQTTError(code: .lookupFailed, message: "look up \(address.host): \(why)")
+        }
+        defer { freeaddrinfo(list) }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var failure: Int32 = ETIMEDOUT
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let info = entry?.pointee {
+            entry = info.ai_next
+            let fd = socket(
+                info.ai_family, info.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                info.ai_protocol)
+            guard fd >= 0 else {
+                failure = errno
+                continue
+            }
+            defer { close(fd) }
+            if connect(fd, info.ai_addr, info.ai_addrlen) == 0 { return nil }
+            guard errno == EINPROGRESS else {
+                failure = errno
+                continue
+            }
+            while true {
+                if shared.withLock({ $0.stopRequested }) {
+                    return MQTTError(code: .shutDown, message: "connect to \(address): shutting down")
+                }
+                let remaining = deadline - clock.now
+                guard remaining > .zero else {
+                    failure = ETIMEDOUT
+                    break
+                }
+                var fds = [
+                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                ]
+                _ = poll(&fds, 2, Int32(min(1000, Self.milliseconds(remaining) + 1)))
+                if fds[1].revents != 0 { drainWake() }
+                if fds[0].revents != 0 {
+                    var socketError: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &socketError, &length)
+                    if socketError == 0 { return nil }
+                    failure = socketError
+                    break
+                }
+            }
+            if clock.now >= deadline { break }
+        }
+        return MQTTError(returnCode: MOSQ_ERR_ERRNO.rawValue, operation: "connect to \(address)", errno: failure)
+    }
+
     /// One connect attempt. MQTT 5 needs the Session Expiry Interval in CONNECT for a persistent
     /// session, which only `mosquitto_connect_bind_v5` can send; it performs the TCP connect
-    /// synchronously (TLS and MQTT handshakes still run in the poll loop). MQTT 3.1.1 connects
-    /// fully asynchronously.
-    private func connect() -> MQTTError? {
+    /// synchronously (after `probeBroker` showed it will succeed at once; TLS and MQTT handshakes
+    /// still run in the poll loop). MQTT 3.1.1 connects fully asynchronously (libmosquitto gives up
+    /// a pending connect after `keepalive` seconds).
+    private func attemptConnect() -> MQTTError? {
         refusal = nil
         disconnectCode = nil
         established = false
@@ -401,6 +469,7 @@ final class MosquittoConnection: @unchecked Sendable {
         let port = Int32(address.port)
         let keepalive = Int32(configuration.keepalive)
         if configuration.protocolVersion == .v5 {
+            if let error = probeBroker(timeout: .seconds(configuration.keepalive)) { return error }
             var properties: OpaquePointer?
             defer { mosquitto_property_free_all(&properties) }
             if !configuration.cleanStart {
@@ -416,16 +485,20 @@ final class MosquittoConnection: @unchecked Sendable {
         return withLibraryDetail(MQTTError(returnCode: rc, operation: "connect to \(address)", errno: savedErrno))
     }
 
-    private func reason(afterLoopCode rc: Int32) -> String {
-        if let refusal { return refusal.message }
+    /// Why the attempt's socket closed: the refused CONNACK, the broker's DISCONNECT reason or
+    /// the code the disconnect callback or the loop reported.
+    private func endOfAttemptError(afterLoopCode rc: Int32) -> MQTTError {
+        if let refusal { return refusal }
         let code = disconnectCode ?? rc
-        if code == MOSQ_ERR_SUCCESS.rawValue { return "connection closed" }
+        if code == MOSQ_ERR_SUCCESS.rawValue {
+            return MQTTError(code: .connectionLost, message: "connection closed")
+        }
         if code >= 0x80 {
             // An MQTT 5 DISCONNECT from the broker carries a reason code.
             let text = mosquitto_reason_string(code).map { String(cString: $0) } ?? "reason \(code)"
-            return "broker disconnected us: \(text)"
+            return MQTTError(code: .connectionLost, message: "broker disconnected us: \(text)")
         }
-        return MQTTError(returnCode: code, operation: "connection to broker", errno: errno).message
+        return withLibraryDetail(MQTTError(returnCode: code, operation: "connection to broker", errno: errno))
     }
 
     private func run() {
@@ -448,9 +521,9 @@ final class MosquittoConnection: @unchecked Sendable {
                 // Clean disconnect: reason 0 (normal), so the broker discards our last will. Keep
                 // looping until the DISCONNECT is written and the socket closed, at most 2 s.
                 stopDeadline = now.advanced(by: .seconds(2))
-                if mosquitto_socket(handle) >= 0 {
-                    _ = mosquitto_disconnect_v5(handle, 0, nil)
-                }
+                // Before CONNACK there is no session to close politely: just stop.
+                guard established, mosquitto_socket(handle) >= 0 else { break }
+                _ = mosquitto_disconnect_v5(handle, 0, nil)
             }
             if let stopDeadline, now >= stopDeadline { break }
 
@@ -466,12 +539,14 @@ final class MosquittoConnection: @unchecked Sendable {
             var socket = mosquitto_socket(handle)
             if socket < 0 && attemptActive {
                 attemptActive = false
-                nextAttempt = attemptEnded(lastRC: lastRC, stopping: stop, delay: &delay, initial: initial, maximum: maximum, now: now)
+                nextAttempt = attemptEnded(
+                    lastRC: lastRC, stopping: stop, delay: &delay, initial: initial, maximum: maximum, now: now)
             }
             if socket < 0 {
                 if stop { break }
                 if let next = nextAttempt, now >= next {
-                    if let error = connect() {
+                    if let error = attemptConnect() {
+                        if error.code == .shutDown { continue }
                         shared.withLock { $0.lastError = error }
                         let wait = delay
                         delay = min(delay * 2, maximum)
@@ -548,10 +623,7 @@ final class MosquittoConnection: @unchecked Sendable {
     ) -> ContinuousClock.Instant {
         let wasEstablished = established
         established = false
-        let error =
-            refusal
-            ?? withLibraryDetail(
-                MQTTError(code: wasEstablished ? .connectionLost : .noConnection, message: reason(afterLoopCode: lastRC)))
+        let error = endOfAttemptError(afterLoopCode: lastRC)
         let why = error.message
         shared.withLock { s in
             s.connected = false

@@ -404,4 +404,99 @@ import Glibc
         #expect(samples[samples.count / 2] < .milliseconds(40))
         await client.shutdown(finalMessage: nil)
     }
+
+    @Test(.timeLimit(.minutes(1)), arguments: MQTTProtocolVersion.allCases)
+    func connectingToASilentHostIsBoundedAndShutdownStaysPrompt(version: MQTTProtocolVersion) async throws {
+        let silent = try SilentListener()
+        let (client, recorder) = try startClient("mqtt://127.0.0.1:\(silent.port)") {
+            $0.protocolVersion = version
+            $0.keepalive = 5
+        }
+        // The attempt gives up after about `keepalive` seconds instead of the kernel's ~2 minutes.
+        #expect(await waitUntil(timeout: .seconds(9)) { client.lastError != nil })
+        print("MQTT \(version.rawValue), silent host: \(String(describing: client.lastError))")
+        #expect([.system, .connectionLost].contains(client.lastError?.code), "\(String(describing: client.lastError))")
+        #expect(client.lastError?.message.contains("Unknown error") == false)
+        #expect(recorder.connectedCount == 0)
+        // Shut down in the middle of the next attempt: prompt, not after the 5 s safety timeout.
+        try await Task.sleep(for: .milliseconds(700))
+        let clock = ContinuousClock()
+        let start = clock.now
+        await client.shutdown(finalMessage: nil)
+        #expect(clock.now - start < .seconds(1), "shutdown took \(clock.now - start)")
+        #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func unsubscribeAndInvalidTopics() async throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let (client, recorder) = try startClient(broker.url)
+        try client.subscribe("un/a", qos: .atLeastOnce)
+        try client.subscribe("un/b", qos: .atLeastOnce)
+        #expect(await recorder.waitConnected())
+        try client.unsubscribe("un/a")
+        try client.publish(MQTTMessage(topic: "un/a", string: "dropped"))
+        try client.publish(MQTTMessage(topic: "un/b", string: "kept"))
+        #expect(await recorder.waitMessage(on: "un/b")?.string == "kept")
+        #expect(recorder.messages.contains { $0.topic == "un/a" } == false)
+
+        // Publishing to a filter, or subscribing to a malformed one, is refused at once.
+        #expect { try client.publish(MQTTMessage(topic: "un/#", string: "x")) } throws: {
+            ($0 as? MQTTError)?.code == .invalidArgument
+        }
+        #expect { try client.subscribe("un/#/b", qos: .atMostOnce) } throws: {
+            ($0 as? MQTTError)?.code == .invalidArgument
+        }
+        // The unsubscribed filter is not restored after a reconnect, the other one is.
+        broker.stop()
+        try broker.start()
+        #expect(await recorder.waitConnected(count: 2))
+        try client.publish(MQTTMessage(topic: "un/a", string: "dropped again"))
+        try client.publish(MQTTMessage(topic: "un/b", string: "kept again"))
+        _ = await waitUntil { recorder.messages.contains { $0.string == "kept again" } }
+        #expect(recorder.messages.map(\.topic) == ["un/b", "un/b"])
+        await client.shutdown(finalMessage: nil)
+    }
+
+    /// Publishes from several tasks at once (libmosquitto's thread-safe path plus our wake-up
+    /// pipe) and checks every message arrives once; reports the rate.
+    @Test(.timeLimit(.minutes(1)))
+    func concurrentPublishersDeliverEverything() async throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let (client, recorder) = try startClient(broker.url) { $0.maxInflight = 100 }
+        try client.subscribe("load/#", qos: .atLeastOnce)
+        #expect(await recorder.waitConnected())
+        #expect(try await confirmSubscription(client, recorder, probeTopic: "load/probe"))
+        let tasks = 4
+        let perTask = 1000
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    for index in 0..<perTask {
+                        try client.publish(MQTTMessage(topic: "load/\(task)", string: "\(index)", qos: .atLeastOnce))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let expected = tasks * perTask
+        #expect(await waitUntil(timeout: .seconds(30)) {
+            recorder.messages.filter { $0.topic != "load/probe" }.count >= expected
+        })
+        let elapsed = clock.now - start
+        let received = recorder.messages.filter { $0.topic != "load/probe" }
+        #expect(received.count == expected)
+        for task in 0..<tasks {
+            // Per publisher, order is kept.
+            let payloads = received.filter { $0.topic == "load/\(task)" }.compactMap(\.string)
+            #expect(payloads == (0..<perTask).map { "\($0)" })
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("\(expected) QoS 1 messages from \(tasks) tasks, published and received back in \(elapsed) (\(Int(Double(expected) / seconds)) msg/s)")
+        await client.shutdown(finalMessage: nil)
+    }
 }

@@ -148,7 +148,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// the spawning thread's mask, and the test runner's threads block SIGTERM, SIGINT, SIGHUP and
     /// SIGUSR1/2: mosquitto would then ignore the SIGTERM of `stop()` (no clean shutdown, no saved
     /// persistence) until ManagedProcess falls back to SIGKILL.
-    static func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+    public static func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
         var empty = sigset_t()
         var previous = sigset_t()
         sigemptyset(&empty)
