@@ -59,7 +59,7 @@ import Glibc
         #expect(try await confirmSubscription(observer, events, probeTopic: "will/probe"))
 
         let child = try ManagedProcess(
-            try testClientExecutable(), [broker.url, uniqueID("willer"), "will/state", "offline"],
+            try builtExecutable("mqtt-test-client"), [broker.url, uniqueID("willer"), "will/state", "offline"],
             logName: "mqtt-test-client")
         defer { child.stop() }
         let connected = await waitUntil(timeout: .seconds(10)) { child.output.contains("connected") }

@@ -108,19 +108,6 @@ func confirmSubscription(
     return false
 }
 
-/// Path of the mqtt-test-client executable, built next to the test bundle.
-func testClientExecutable() throws -> String {
-    var candidates: [String] = []
-    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-        candidates.append((exe as NSString).deletingLastPathComponent + "/mqtt-test-client")
-    }
-    let arg0 = CommandLine.arguments[0]
-    candidates.append((arg0 as NSString).deletingLastPathComponent + "/mqtt-test-client")
-    candidates.append(FileManager.default.currentDirectoryPath + "/.build/debug/mqtt-test-client")
-    for path in candidates where FileManager.default.isExecutableFile(atPath: path) { return path }
-    throw TestSupportError("mqtt-test-client not found (looked in \(candidates)); build with swift build --build-tests")
-}
-
 /// Opens /dev/null until the next descriptor number is above `target`; closes them on `close()`.
 final class DescriptorHog {
     private(set) var descriptors: [Int32] = []

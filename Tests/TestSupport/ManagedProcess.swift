@@ -37,7 +37,9 @@ public final class ManagedProcess: @unchecked Sendable {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        // The child inherits this thread's signal mask; the test runner's threads block SIGTERM
+        // and friends, which would make `stop()`'s SIGTERM ineffective. Spawn with none blocked.
+        try ManagedProcess.withSignalsUnblocked { try process.run() }
         self.process = process
     }
 
@@ -72,6 +74,16 @@ public final class ManagedProcess: @unchecked Sendable {
     }
 
     deinit { stop(grace: 1) }
+
+    /// Runs `body` with this thread's signal mask emptied (children spawned inside inherit it).
+    public static func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+        var empty = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
+    }
 
     /// Looks a command up on PATH (plus the sbin directories, where daemons live).
     public static func which(_ name: String) -> String? {

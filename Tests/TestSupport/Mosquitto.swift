@@ -128,9 +128,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard process == nil else { return }
-        let child = try Self.withSignalsUnblocked {
-            try ManagedProcess("mosquitto", ["-c", configPath], logName: "mosquitto")
-        }
+        let child = try ManagedProcess("mosquitto", ["-c", configPath], logName: "mosquitto")
         process = child
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
@@ -142,19 +140,6 @@ public final class MosquittoBroker: @unchecked Sendable {
         child.stop()
         process = nil
         throw TestSupportError("mosquitto did not start listening on 127.0.0.1:\(port) within 10 s:\n\(output)")
-    }
-
-    /// Runs `body` (which spawns a child) with an empty signal mask on this thread. A child inherits
-    /// the spawning thread's mask, and the test runner's threads block SIGTERM, SIGINT, SIGHUP and
-    /// SIGUSR1/2: mosquitto would then ignore the SIGTERM of `stop()` (no clean shutdown, no saved
-    /// persistence) until ManagedProcess falls back to SIGKILL.
-    public static func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
-        var empty = sigset_t()
-        var previous = sigset_t()
-        sigemptyset(&empty)
-        pthread_sigmask(SIG_SETMASK, &empty, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        return try body()
     }
 
     /// Stops mosquitto (SIGTERM, so a persistent broker saves its state) and keeps its log.
