@@ -179,6 +179,8 @@ public struct BridgeOutput: Sendable {
     public var operations: [CastOperation] = []
     /// Human-readable lines for the log (level chosen by the I/O side: info).
     public var logs: [String] = []
+    /// A running app session started or ended: save `sessionSnapshot()` to `state_dir`.
+    public var sessionsChanged = false
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -193,5 +195,6 @@ public struct BridgeOutput: Sendable {
         publications += other.publications
         operations += other.operations
         logs += other.logs
+        sessionsChanged = sessionsChanged || other.sessionsChanged
     }
 }

@@ -25,6 +25,7 @@ extension BridgeCore {
                                     "app_name": .str(old.displayName), "session_id": .str(old.sessionId)], now: now, &out)
         }
         if let new, old?.sessionId != new.sessionId || old?.appId != new.appId {
+            if old == nil, consumeRestoredSession(id, new) { return }
             publishDeviceEvent(id, ["type": .string("session_started"), "app_id": .string(new.appId),
                                     "app_name": .str(new.displayName), "session_id": .str(new.sessionId),
                                     "launched_from_cloud": .flag(new.launchedFromCloud)], now: now, &out)

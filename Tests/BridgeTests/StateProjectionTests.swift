@@ -241,3 +241,25 @@ import Testing
         #expect(removed.json("cast2mqtt/bridge/devices") == .array([]))
     }
 }
+
+@Suite struct SessionStoreTests {
+    @Test func snapshotRoundTripAndSilentRejoin() throws {
+        var h = Harness()
+        let first = h.online()
+        #expect(first.sessionsChanged)
+        #expect(first.events("cast2mqtt/living_room_tv/event") == ["connected", "session_started", "media_loaded"])
+        let snapshot = h.core.sessionSnapshot()
+        #expect(snapshot.devices[tvID]?.sessionId == "session-1")
+        #expect(snapshot.devices[tvID]?.mediaSessionId == 1)
+        let data = try JSONEncoder().encode(snapshot)
+        let decoded = try JSONDecoder().decode(SessionSnapshot.self, from: data)
+        #expect(decoded == snapshot)
+
+        var restarted = Harness()
+        restarted.core.restore(decoded)
+        let again = restarted.online()
+        #expect(!again.events("cast2mqtt/living_room_tv/event").contains("session_started"))
+        #expect(again.operations.contains { $0.kind == .getMediaStatus })
+        #expect(!again.operations.contains { if case .launch = $0.kind { return true }; if case .load = $0.kind { return true }; return false })
+    }
+}
