@@ -39,9 +39,8 @@ extension BridgeCore {
         let contentId = new.effectiveMedia?.contentId ?? ""
         let oldContent = old?.effectiveMedia?.contentId ?? ""
         let active = new.playerState == "PLAYING" || new.playerState == "PAUSED" || new.playerState == "BUFFERING"
-        let wasActive = old.map { $0.playerState == "PLAYING" || $0.playerState == "PAUSED" || $0.playerState == "BUFFERING" } ?? false
         let newSession = old?.mediaSessionId != new.mediaSessionId || oldContent != contentId
-        if active, !contentId.isEmpty, newSession || !wasActive && old?.playerState == "IDLE" && oldContent != contentId {
+        if active, !contentId.isEmpty, newSession {
             publishDeviceEvent(id, ["type": .string("media_loaded"), "content_id": .string(contentId),
                                     "title": .str(new.effectiveMedia?.metadata?.title),
                                     "media_session_id": .int(new.mediaSessionId)], now: now, &out)

@@ -180,3 +180,37 @@ import Testing
         #expect(!globMatches("a*b", "acc"))
     }
 }
+
+@Suite struct ExampleFileTests {
+    @Test func exampleConfigParsesToDefaults() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("config.example.yaml")
+        let c = try ConfigurationLoader.load(path: url.path, environment: [:])
+        #expect(c == BridgeConfiguration())
+    }
+
+    @Test func everyKeyIsDocumented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let docs = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("config.example.yaml"), encoding: .utf8)
+        for (env, path) in ConfigurationLoader.environmentVariables {
+            #expect(docs.contains(env), "\(env)")
+            #expect(docs.contains("`\(path)`"), "\(path)")
+            #expect(example.contains(env), "\(env)")
+        }
+    }
+
+    @Test func staticIDsAreStable() {
+        let a = DeviceDescriptor.staticID(host: "192.0.2.10", port: 8009)
+        #expect(a.count == 32)
+        #expect(a == DeviceDescriptor.staticID(host: "192.0.2.10", port: 8009))
+        #expect(a != DeviceDescriptor.staticID(host: "192.0.2.10", port: 8010))
+    }
+
+    @Test func excludedDevicesAreIgnored() {
+        var h = Harness { $0.discovery.exclude = ["Living Room TV"] }
+        let out = h.feed(.deviceDiscovered(tvDescriptor()))
+        #expect(out.publications.isEmpty)
+        #expect(h.core.devices.isEmpty)
+    }
+}

@@ -263,3 +263,30 @@ import Testing
         #expect(!again.operations.contains { if case .launch = $0.kind { return true }; if case .load = $0.kind { return true }; return false })
     }
 }
+
+@Suite struct LifecycleTests {
+    @Test func subscriptionsWillAndShutdown() {
+        var h = Harness()
+        #expect(h.core.subscriptions == ["cast2mqtt/+/command/#", "cast2mqtt/bridge/request/+", "homeassistant/status"])
+        #expect(h.core.lastWill == Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
+        h.online()
+        let out = h.core.shutdown()
+        #expect(out.texts("cast2mqtt/living_room_tv/availability") == ["offline"])
+        #expect(out.publications.last == Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
+    }
+
+    @Test func firstMQTTConnectPublishesBridgeState() {
+        var h = Harness()
+        let out = h.feed(.mqttConnected)
+        #expect(out.texts("cast2mqtt/bridge/state") == ["online"])
+        #expect(out.json("cast2mqtt/bridge/info")?["started_at"] == .string(iso8601(t0)))
+        #expect(out.json("cast2mqtt/bridge/info")?["version"] != nil)
+        #expect(out.json("cast2mqtt/bridge/devices") == .array([]))
+    }
+
+    @Test func unknownTopicsAreIgnored() {
+        var h = Harness()
+        let out = h.publish("cast2mqtt/tv/state", "x")
+        #expect(out.publications.isEmpty && out.operations.isEmpty)
+    }
+}
