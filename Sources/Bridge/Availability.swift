@@ -6,6 +6,12 @@ import Foundation
 /// triggers a receiver GET_STATUS, and the first RECEIVER_STATUS turns availability online.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
+        guard configuration.discovery.admits(id: d.id, name: d.friendlyName) else {
+            // Excluded (or not included): forget it if it was known.
+            out.logs.append("ignoring \(d.friendlyName) (\(d.id)): excluded by discovery.include/exclude")
+            deviceRemoved(d.id, now: now, &out)
+            return
+        }
         if var existing = devices[d.id] {
             guard existing.descriptor != d else { return }
             existing.descriptor = d

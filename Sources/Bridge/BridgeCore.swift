@@ -47,6 +47,7 @@ public struct BridgeCore: Sendable {
     var mqttConnects = 0
     var transferCandidates: [TransferCandidate] = []
     var announcements: [DeviceID: AnnounceJob] = [:]
+    var restoredSessions: [DeviceID: SessionSnapshot.Entry] = [:]
 
     public init(configuration: BridgeConfiguration, startedAt: Date) {
         self.configuration = configuration

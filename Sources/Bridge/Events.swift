@@ -25,6 +25,7 @@ extension BridgeCore {
                                     "app_name": .str(old.displayName), "session_id": .str(old.sessionId)], now: now, &out)
         }
         if let new, old?.sessionId != new.sessionId || old?.appId != new.appId {
+            if old == nil, consumeRestoredSession(id, new) { return }
             publishDeviceEvent(id, ["type": .string("session_started"), "app_id": .string(new.appId),
                                     "app_name": .str(new.displayName), "session_id": .str(new.sessionId),
                                     "launched_from_cloud": .flag(new.launchedFromCloud)], now: now, &out)
@@ -38,9 +39,8 @@ extension BridgeCore {
         let contentId = new.effectiveMedia?.contentId ?? ""
         let oldContent = old?.effectiveMedia?.contentId ?? ""
         let active = new.playerState == "PLAYING" || new.playerState == "PAUSED" || new.playerState == "BUFFERING"
-        let wasActive = old.map { $0.playerState == "PLAYING" || $0.playerState == "PAUSED" || $0.playerState == "BUFFERING" } ?? false
         let newSession = old?.mediaSessionId != new.mediaSessionId || oldContent != contentId
-        if active, !contentId.isEmpty, newSession || !wasActive && old?.playerState == "IDLE" && oldContent != contentId {
+        if active, !contentId.isEmpty, newSession {
             publishDeviceEvent(id, ["type": .string("media_loaded"), "content_id": .string(contentId),
                                     "title": .str(new.effectiveMedia?.metadata?.title),
                                     "media_session_id": .int(new.mediaSessionId)], now: now, &out)

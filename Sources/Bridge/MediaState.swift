@@ -20,6 +20,7 @@ extension BridgeCore {
                 devices[id]?.positionUpdatedAt = nil
             }
             receiverEvents(id, old: oldApp, new: newApp, now: now, &out)
+            out.sessionsChanged = true
         }
         // Join the running app's session once per connection and session: read its media status.
         if let app = newApp, let updated = devices[id], updated.connected, updated.appSpeaksMedia,

@@ -1,0 +1,256 @@
+import CastProtocol
+import Foundation
+import Testing
+@testable import Bridge
+
+@Suite struct CommandExecutionTests {
+    let responseTopic = "cast2mqtt/living_room_tv/response"
+
+    func single(_ out: BridgeOutput) -> CastOperation? {
+        #expect(out.operations.count == 1)
+        return out.operations.first
+    }
+
+    func errorCode(_ out: BridgeOutput, topic: String = "cast2mqtt/living_room_tv/response") -> String? {
+        out.json(topic)?["error"]?["code"]?.stringValue
+    }
+
+    @Test func mediaCommandsMapToOperations() throws {
+        var h = Harness()
+        h.online()
+        let cases: [(String, String, MediaRequest)] = [
+            ("play", "", .play(mediaSessionId: 1)),
+            ("pause", "", .pause(mediaSessionId: 1)),
+            ("toggle", "", .pause(mediaSessionId: 1)),
+            ("stop", "{}", .stop(mediaSessionId: 1)),
+            ("seek", "42", .seek(mediaSessionId: 1, currentTime: 42, relativeTime: nil, resumeState: nil)),
+            ("seek", "+10", .seek(mediaSessionId: 1, currentTime: nil, relativeTime: 10, resumeState: nil)),
+            ("rate", "1.5", .setPlaybackRate(mediaSessionId: 1, rate: 1.5)),
+        ]
+        for (name, payload, expected) in cases {
+            let out = h.publish("cast2mqtt/living_room_tv/command/\(name)", payload)
+            #expect(single(out)?.kind == .media(expected), "\(name)")
+            #expect(out.on(responseTopic).isEmpty, "no response before the device answers")
+        }
+    }
+
+    @Test func toggleFromPaused() {
+        var h = Harness()
+        h.online(media: [playing(state: "PAUSED")])
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/toggle", ""))?.kind == .media(.play(mediaSessionId: 1)))
+    }
+
+    @Test func queueCommandsNeedSupport() {
+        var h = Harness()
+        h.online(media: [playing(commands: MediaCommands.allBasicMedia.rawValue)])
+        let out = h.publish("cast2mqtt/living_room_tv/command/next", #"{"id": 4}"#)
+        #expect(out.operations.isEmpty)
+        #expect(errorCode(out) == "not_supported")
+        #expect(out.json(responseTopic)?["id"] == .number(4))
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/previous", "")) == "not_supported")
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/skip_ad", "")) == "not_supported")
+        var all = Harness()
+        all.online(media: [playing(commands: MediaCommands.allBasicMedia.union([.queueNext, .queuePrev]).rawValue)])
+        #expect(single(all.publish("cast2mqtt/living_room_tv/command/next", ""))?.kind == .media(.queueNext(mediaSessionId: 1)))
+        #expect(single(all.publish("cast2mqtt/living_room_tv/command/previous", ""))?.kind == .media(.queuePrev(mediaSessionId: 1)))
+    }
+
+    @Test func pauseNotSupported() {
+        var h = Harness()
+        h.online(media: [playing(commands: 0)])
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/pause", "")) == "not_supported")
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/seek", "3")) == "not_supported")
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/rate", "1.5")) == "not_supported")
+    }
+
+    @Test func noAppAndNoMediaSession() {
+        var h = Harness()
+        h.online(status: receiver(app: nil), media: nil)
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/play", "")) == "no_app")
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/quit", "")) == "no_app")
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/send/urn:x-cast:com.example.app", "x")) == "no_app")
+        var h2 = Harness()
+        h2.online(media: [])
+        #expect(errorCode(h2.publish("cast2mqtt/living_room_tv/command/pause", "")) == "no_media_session")
+    }
+
+    @Test func volumeAndMute() {
+        var h = Harness()
+        h.online(status: receiver(level: 0.4, muted: false))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/volume", "55"))?.kind == .setVolume(level: 0.55))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/volume", "+5"))?.kind == .setVolume(level: 0.45))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/volume", "-50"))?.kind == .setVolume(level: 0))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/volume", "+100"))?.kind == .setVolume(level: 1))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/volume", #"{"level": 0.3}"#))?.kind == .setVolume(level: 0.3))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/mute", "on"))?.kind == .setMuted(true))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/mute", "toggle"))?.kind == .setMuted(true))
+        var fixed = Harness()
+        fixed.online(status: ReceiverStatus(applications: [dmrApp], volume: ReceiverVolume(controlType: "fixed", level: 1, muted: false)))
+        #expect(errorCode(fixed.publish("cast2mqtt/living_room_tv/command/volume", "10")) == "not_supported")
+    }
+
+    @Test func launchQuitLoadSend() {
+        var h = Harness()
+        h.online()
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/launch", "233637DE"))?.kind == .launch(appId: "233637DE"))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/quit", ""))?.kind == .stopApp(sessionId: "session-1"))
+        let load = single(h.publish("cast2mqtt/living_room_tv/command/load", "http://192.0.2.5/a.mp3"))
+        if case .load(let r, let app)? = load?.kind {
+            #expect(app == "CC1AD845")
+            #expect(r.media.contentId == "http://192.0.2.5/a.mp3")
+        } else { Issue.record("expected load") }
+        let queue = single(h.publish("cast2mqtt/living_room_tv/command/load", #"{"queue": [{"url": "http://x/1.mp3"}]}"#))
+        if case .queueLoad(let q, _)? = queue?.kind { #expect(q.items.count == 1) } else { Issue.record("expected queueLoad") }
+        let send = single(h.publish("cast2mqtt/living_room_tv/command/send/urn:x-cast:com.example.app", #"{"hello":1}"#))
+        #expect(send?.kind == .send(namespace: "urn:x-cast:com.example.app", payload: .string(#"{"hello":1}"#), appId: nil, awaitReply: false))
+        // The running app does not speak this namespace.
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/send/urn:x-cast:com.other", "x")) == "not_supported")
+        // With app_id the I/O side launches first, so no app check.
+        let withApp = single(h.publish("cast2mqtt/living_room_tv/command/send",
+                                       #"{"namespace": "urn:x-cast:com.other", "data": {"a": 1}, "app_id": "ABCD1234", "reply": true, "timeout": 2}"#))
+        #expect(withApp?.kind == .send(namespace: "urn:x-cast:com.other", payload: .string(#"{"a":1}"#), appId: "ABCD1234", awaitReply: true))
+        #expect(withApp?.timeout == .seconds(2))
+    }
+
+    @Test func badInputSendsNothing() {
+        var h = Harness()
+        h.online()
+        for (name, payload, code) in [("volume", "250", "invalid_payload"), ("rate", "9", "invalid_payload"), ("dance", "", "unknown_command"),
+                                      ("load", "{oops", "invalid_payload"),
+                                      ("send/urn:x-cast:com.google.cast.tp.connection", "{}", "namespace_not_allowed")] {
+            let out = h.publish("cast2mqtt/living_room_tv/command/\(name)", payload)
+            #expect(out.operations.isEmpty, "\(name)")
+            #expect(errorCode(out) == code, "\(name)")
+            #expect(out.publications.count == 1, "only the response")
+        }
+        let bytes = h.feed(.mqttMessage(topic: "cast2mqtt/living_room_tv/command/play", payload: [0xff, 0xfe], responseTopic: nil, correlationData: nil))
+        #expect(bytes.operations.isEmpty)
+        #expect(errorCode(bytes) == "invalid_payload")
+    }
+
+    @Test func unknownAndOfflineDevices() {
+        var h = Harness()
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        let offline = h.publish("cast2mqtt/living_room_tv/command/play", #"{"id": 1}"#)
+        #expect(offline.operations.isEmpty)
+        #expect(errorCode(offline) == "device_offline")
+        #expect(offline.json(responseTopic)?["id"] == .number(1))
+        // Connected but not yet answered: still offline.
+        let connect = h.feed(.castConnected(tvID))
+        #expect(connect.operations.first?.kind == .getReceiverStatus)
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/volume", "10")) == "device_offline")
+        let unknown = h.publish("cast2mqtt/attic/command/play", "")
+        #expect(unknown.json("cast2mqtt/attic/response")?["error"]?["code"] == .string("unknown_device"))
+    }
+
+    @Test func completionGivesExactlyOneResponse() throws {
+        var h = Harness()
+        h.online()
+        let out = h.publish("cast2mqtt/living_room_tv/command/volume", #"{"id": 7, "percent": 60}"#)
+        let op = try #require(out.operations.first)
+        let done = h.complete(op, .receiverStatus(receiver(level: 0.6)))
+        #expect(done.on(responseTopic).count == 1)
+        let response = try #require(done.json(responseTopic))
+        #expect(response["command"] == .string("volume"))
+        #expect(response["id"] == .number(7))
+        #expect(response["status"] == .string("ok"))
+        #expect(response["data"]?["level"] == .number(0.6))
+        #expect(done.on(responseTopic).first?.retain == false)
+        // The receiver document was updated from the answering status.
+        #expect(done.json("cast2mqtt/living_room_tv/receiver")?["volume"]?["level"] == .number(0.6))
+        // A second completion of the same token is ignored.
+        let again = h.complete(op, .receiverStatus(receiver(level: 0.6)))
+        #expect(again.on(responseTopic).isEmpty)
+    }
+
+    @Test func mqtt5ResponseTopic() throws {
+        var h = Harness()
+        h.online()
+        let out = h.publish("cast2mqtt/living_room_tv/command/pause", #"{"id": "x"}"#, responseTopic: "client/42/reply", correlation: [1, 2, 3])
+        let op = try #require(out.operations.first)
+        let done = h.complete(op, .mediaStatus([playing(state: "PAUSED")]))
+        #expect(done.on(responseTopic).isEmpty)
+        let reply = try #require(done.on("client/42/reply").first)
+        #expect(reply.correlationData == [1, 2, 3])
+        #expect(json(reply)?["id"] == .string("x"))
+        #expect(json(reply)?["data"]?["state"] == .string("paused"))
+        // Errors go there too.
+        let bad = h.publish("cast2mqtt/living_room_tv/command/rate", "7", responseTopic: "client/42/reply", correlation: [9])
+        #expect(bad.on("client/42/reply").first?.correlationData == [9])
+    }
+
+    @Test func deviceErrorsMapToCodes() throws {
+        var h = Harness()
+        h.online()
+        let out = h.publish("cast2mqtt/living_room_tv/command/load", #"{"id": "a1", "url": "http://x/broken.mp4"}"#)
+        let op = try #require(out.operations.first)
+        let failed = h.feed(.operationCompleted(op.token, .failure(.from(mediaError: MediaError(type: "LOAD_FAILED", requestId: 3, detailedErrorCode: 104)))))
+        #expect(failed.json(responseTopic)?["error"]?["code"] == .string("load_failed"))
+        #expect(failed.json(responseTopic)?["id"] == .string("a1"))
+        #expect(failed.events("cast2mqtt/living_room_tv/event") == ["load_failed"])
+        #expect(BridgeError.from(mediaError: MediaError(type: "INVALID_PLAYER_STATE", requestId: 1)).code == .invalidPlayerState)
+        #expect(BridgeError.from(mediaError: MediaError(type: "LOAD_CANCELLED", requestId: 1)).code == .loadCancelled)
+        #expect(BridgeError.from(mediaError: MediaError(type: "INVALID_REQUEST", requestId: 1, reason: "INVALID_COMMAND")).message.contains("INVALID_COMMAND"))
+        #expect(BridgeError.launchError(reason: "NOT_FOUND").code == .launchError)
+        #expect(BridgeError.from(requestFailure: .timeout).code == .timeout)
+        #expect(BridgeError.from(requestFailure: .connectionLost).code == .deviceOffline)
+    }
+
+    @Test func timeoutResponse() throws {
+        var h = Harness { $0.cast.requestTimeout = 10 }
+        h.online()
+        let out = h.publish("cast2mqtt/living_room_tv/command/play", #"{"id": 5}"#)
+        let op = try #require(out.operations.first)
+        #expect(op.timeout == .seconds(10))
+        h.now = t0.addingTimeInterval(9)
+        #expect(h.feed(.tick).on(responseTopic).isEmpty)
+        h.now = t0.addingTimeInterval(10.5)
+        let timedOut = h.feed(.tick)
+        #expect(timedOut.json(responseTopic)?["error"]?["code"] == .string("timeout"))
+        #expect(timedOut.json(responseTopic)?["id"] == .number(5))
+        // The late answer produces no second response.
+        #expect(h.complete(op, .mediaStatus([playing()])).on(responseTopic).isEmpty)
+    }
+
+    @Test func disconnectFailsPendingCommands() throws {
+        var h = Harness()
+        h.online()
+        let op = try #require(h.publish("cast2mqtt/living_room_tv/command/play", "").operations.first)
+        let out = h.feed(.castDisconnected(tvID, reason: "heartbeat timeout"))
+        #expect(out.json(responseTopic)?["error"]?["code"] == .string("device_offline"))
+        #expect(h.complete(op, .mediaStatus([])).on(responseTopic).isEmpty)
+    }
+
+    @Test func refreshReadsReceiverThenMedia() throws {
+        var h = Harness()
+        h.online()
+        let first = try #require(h.publish("cast2mqtt/living_room_tv/command/refresh", #"{"id": 1}"#).operations.first)
+        #expect(first.kind == .getReceiverStatus)
+        let second = h.complete(first, .receiverStatus(receiver()))
+        #expect(second.on(responseTopic).isEmpty)
+        let mediaOp = try #require(second.operations.first)
+        #expect(mediaOp.kind == .getMediaStatus)
+        let done = h.complete(mediaOp, .mediaStatus([playing()]))
+        #expect(done.json(responseTopic)?["data"]?["state"] == .string("playing"))
+    }
+
+    @Test func sendReplyData() throws {
+        var h = Harness()
+        h.online()
+        let op = try #require(h.publish("cast2mqtt/living_room_tv/command/send",
+                                        #"{"namespace": "urn:x-cast:com.example.app", "data": {"q": 1}, "reply": true}"#).operations.first)
+        let done = h.complete(op, .appMessage(.string(#"{"answer": 42}"#)))
+        #expect(done.json(responseTopic)?["data"]?["data"]?["answer"] == .number(42))
+    }
+
+    @Test func skipAdRules() {
+        var h = Harness()
+        var status = playing(commands: 274447 | MediaCommands.skipAd.rawValue)
+        status.breakStatus = BreakStatus(breakId: "b", breakClipId: "c", currentBreakTime: 2, currentBreakClipTime: 2, whenSkippable: 5)
+        h.online(media: [status])
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/skip_ad", "")) == "invalid_player_state")
+        h.feed(.mediaStatus(tvID, [MediaStatus(mediaSessionId: 1, breakStatus: BreakStatus(breakId: "b", breakClipId: "c",
+                                                                                           currentBreakClipTime: 6, whenSkippable: 5))]))
+        #expect(single(h.publish("cast2mqtt/living_room_tv/command/skip_ad", ""))?.kind == .media(.skipAd(mediaSessionId: 1)))
+    }
+}

@@ -1,0 +1,87 @@
+import CastProtocol
+import Foundation
+@testable import Bridge
+
+let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+let tvID = "0123456789abcdef0123456789abcdef"
+let speakerID = "fedcba9876543210fedcba9876543210"
+
+func tvDescriptor(name: String = "Living Room TV") -> DeviceDescriptor {
+    DeviceDescriptor(id: tvID, friendlyName: name, model: "Chromecast Ultra", manufacturer: "Google Inc.",
+                     castType: .video, host: "192.0.2.10", port: 8009, capabilities: ["video_out", "audio_out"], source: .mdns)
+}
+
+func speakerDescriptor() -> DeviceDescriptor {
+    DeviceDescriptor(id: speakerID, friendlyName: "Kitchen Speaker", model: "Google Home", manufacturer: "Google Inc.",
+                     castType: .audio, host: "192.0.2.11", port: 8009, capabilities: ["audio_out"], source: .static)
+}
+
+let dmrApp = ReceiverApplication(appId: CastAppID.defaultMediaReceiver, displayName: "Default Media Receiver",
+                                 namespaces: [CastNamespace.media, "urn:x-cast:com.example.app"],
+                                 sessionId: "session-1", statusText: "Casting", transportId: "transport-1")
+
+func receiver(app: ReceiverApplication? = dmrApp, level: Double = 0.4, muted: Bool = false) -> ReceiverStatus {
+    ReceiverStatus(applications: app.map { [$0] } ?? [], volume: ReceiverVolume(controlType: "attenuation", level: level,
+                                                                                  muted: muted, stepInterval: 0.05))
+}
+
+func playing(session: Int = 1, content: String = "http://192.0.2.5/song.mp3", state: String = "PLAYING",
+             time: Double = 31.2, commands: Int = 274447) -> MediaStatus {
+    MediaStatus(mediaSessionId: session,
+                media: MediaInformation(contentId: content, streamType: "BUFFERED", contentType: "audio/mpeg",
+                                        metadata: MediaMetadata(metadataType: 3, title: "Song", artist: "Artist",
+                                                                albumName: "Album",
+                                                                images: [CastImage(url: "http://192.0.2.5/a.jpg", width: 480, height: 360)]),
+                                        duration: 212.5),
+                playerState: state, currentTime: time, playbackRate: 1, supportedMediaCommands: commands)
+}
+
+/// A test harness around BridgeCore.
+struct Harness {
+    var core: BridgeCore
+    var now = t0
+
+    init(_ configure: (inout BridgeConfiguration) -> Void = { _ in }) {
+        var c = BridgeConfiguration()
+        configure(&c)
+        core = BridgeCore(configuration: c, startedAt: t0)
+    }
+
+    @discardableResult
+    mutating func feed(_ input: BridgeInput) -> BridgeOutput { core.handle(input, now: now) }
+
+    @discardableResult
+    mutating func publish(_ topic: String, _ text: String, responseTopic: String? = nil, correlation: [UInt8]? = nil) -> BridgeOutput {
+        feed(.mqttMessage(topic: topic, payload: Array(text.utf8), responseTopic: responseTopic, correlationData: correlation))
+    }
+
+    @discardableResult
+    mutating func complete(_ op: CastOperation, _ result: OperationResult) -> BridgeOutput {
+        feed(.operationCompleted(op.token, .success(result)))
+    }
+
+    /// Adds a device and brings it online with `status` and optional media.
+    @discardableResult
+    mutating func online(_ d: DeviceDescriptor = tvDescriptor(), status: ReceiverStatus = receiver(),
+                         media: [MediaStatus]? = [playing()]) -> BridgeOutput {
+        var all = feed(.deviceDiscovered(d))
+        let connect = feed(.castConnected(d.id))
+        all.append(connect)
+        guard let op = connect.operations.first else { return all }
+        let answered = complete(op, .receiverStatus(status))
+        all.append(answered)
+        if let join = answered.operations.first(where: { $0.kind == .getMediaStatus }) {
+            all.append(complete(join, .mediaStatus(media ?? [])))
+        }
+        return all
+    }
+}
+
+extension BridgeOutput {
+    func on(_ topic: String) -> [Publication] { publications.filter { $0.topic == topic } }
+    func json(_ topic: String) -> JSONValue? { on(topic).last.flatMap { JSONOutput.parse($0.payload) } }
+    func texts(_ topic: String) -> [String] { on(topic).map(\.text) }
+    func events(_ topic: String) -> [String] { on(topic).compactMap { JSONOutput.parse($0.payload)?["type"]?.stringValue } }
+}
+
+func json(_ p: Publication?) -> JSONValue? { p.flatMap { JSONOutput.parse($0.payload) } }
