@@ -30,6 +30,8 @@ final class BridgeRuntime: Service, Sendable {
     func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
         var core = BridgeCore(configuration: configuration, startedAt: Date())
+        let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
+        if let snapshot = sessions.load() { core.restore(snapshot) }
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: logger)
         let qos = Adapt.qos(configuration.mqtt.qos)
@@ -75,6 +77,7 @@ final class BridgeRuntime: Service, Sendable {
                 }
                 let output = core.handle(bridgeInput, now: Date())
                 apply(output, mqtt: mqtt, fleet: fleet)
+                if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
             }
         } onCancelOrGracefulShutdown: {
             input.finish()

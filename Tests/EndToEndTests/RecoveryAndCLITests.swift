@@ -67,6 +67,30 @@ struct EndToEndRecoveryTests {
         #expect(await h.observer.wait("cast2mqtt/living_room_tv/availability", timeout: .seconds(20)) { $0 == "online" } != nil)
     }
 
+    @Test func bridgeRestartJoinsTheRunningSessionQuietly() async throws {
+        let h = try await BridgeHarness(devices: ["Living Room TV"])
+        defer { Task { await h.close() } }
+        try await h.waitOnline(["living_room_tv"])
+        _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
+        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+        #expect(FileManager.default.fileExists(atPath: h.directory + "/state/sessions.json"))
+        h.stopDaemon()
+        #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "offline" } != nil)
+        let eventsBefore = h.observer.messages(on: "cast2mqtt/living_room_tv/event").count
+        try h.startDaemon()
+        #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "online" } != nil)
+        try await h.waitOnline(["living_room_tv"])
+        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+        try await Task.sleep(for: .milliseconds(500))
+        // Joined: no relaunch, no reload, and no new session_started for a session it already knew.
+        #expect(h.devices[0].counters.launches == 1)
+        #expect(h.devices[0].counters.loads == 1)
+        let newEvents = h.observer.messages(on: "cast2mqtt/living_room_tv/event").dropFirst(eventsBefore)
+            .map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(!newEvents.contains { $0.contains("session_started") }, "\(newEvents)")
+        #expect(try await h.command("living_room_tv", "pause", "").status == "ok")
+    }
+
     @Test func garbageFromTheDeviceIsSurvived() async throws {
         let h = try await BridgeHarness(devices: ["Living Room TV"])
         defer { Task { await h.close() } }
