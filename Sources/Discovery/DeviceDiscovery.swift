@@ -69,6 +69,11 @@ public final class DeviceDiscovery: Sendable {
     }
 
     deinit {
+        // Normally stop() ran already. If not, the last reference may go away on the avahi poll
+        // thread (inside an event callback), where the poll cannot be stopped: stop it elsewhere.
+        if let browser = state.withLock({ $0.browser.take() }) {
+            Task.detached { browser.stop() }
+        }
         continuation.finish()
     }
 
