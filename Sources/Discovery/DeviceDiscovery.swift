@@ -1,6 +1,12 @@
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Finds Cast devices: static devices from the configuration plus `_googlecast._tcp` services
 /// browsed with avahi, merged by id into one ordered stream of `DiscoveryEvent`s.
 ///
@@ -63,6 +69,11 @@ public final class DeviceDiscovery: Sendable {
     }
 
     deinit {
+        // Normally stop() ran already. If not, the last reference may go away on the avahi poll
+        // thread (inside an event callback), where the poll cannot be stopped: stop it elsewhere.
+        if let browser = state.withLock({ $0.browser.take() }) {
+            Task.detached { browser.stop() }
+        }
         continuation.finish()
     }
 
@@ -80,6 +91,9 @@ public final class DeviceDiscovery: Sendable {
             guard configuration.mdns else {
                 logger.info("mDNS discovery disabled; static devices only")
                 return nil
+            }
+            for name in configuration.interfaces where if_nametoindex(name) == 0 {
+                logger.warning("discovery.interfaces: no network interface \"\(name)\" (yet); devices on it appear if it comes up")
             }
             do {
                 let browser = try AvahiBrowser(options: browserOptions) { [weak self] event in

@@ -241,4 +241,30 @@ import TestSupport
         #expect(!recorder.hasRemoval(of: id), "events: \(recorder.events(for: id))")
         #expect(discovery.devices[id] != nil)
     }
+
+    @Test func stopIsIdempotentFinishesTheStreamAndDroppingWithoutStopIsSafe() async throws {
+        let (logger, _) = RecordingLogHandler.logger()
+        let discovery = DeviceDiscovery(
+            configuration: DiscoveryConfiguration(interfaces: ["lo"], staticDevices: [StaticDevice(host: "127.0.0.6")]),
+            logger: logger)
+        discovery.start()
+        discovery.start()
+        let finished = Task {
+            var count = 0
+            for await _ in discovery.events { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        discovery.stop()
+        discovery.stop()
+        #expect(await finished.value >= 1)
+
+        // Dropped while browsing, without stop(): avahi is stopped off the poll thread, no hang.
+        var dropped: DeviceDiscovery? = DeviceDiscovery(configuration: DiscoveryConfiguration(interfaces: ["lo"]), logger: logger)
+        dropped?.start()
+        try await Task.sleep(for: .milliseconds(300))
+        dropped = nil
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(dropped == nil)
+    }
 }

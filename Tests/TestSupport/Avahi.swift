@@ -86,10 +86,13 @@ public final class AvahiPublishedService: @unchecked Sendable {
         }
     }
 
-    /// Unpublishes (SIGTERM; avahi-publish withdraws on exit).
-    public func stop() { process.stop() }
+    /// Unpublishes: avahi-daemon withdraws the records (with a goodbye packet) as soon as the
+    /// publishing client's D-Bus connection goes away. SIGKILL, because a child started from a
+    /// Swift concurrency thread inherits a signal mask that blocks SIGTERM/SIGINT, so
+    /// avahi-publish would ignore them.
+    public func stop() { avahiKill(process) }
 
-    deinit { process.stop(grace: 1) }
+    deinit { avahiKill(process) }
 }
 
 /// An address record (`avahi-publish -a -R <hostName> <address>`), for moving a service between
@@ -115,7 +118,14 @@ public final class AvahiPublishedAddress: @unchecked Sendable {
         }
     }
 
-    public func stop() { process.stop() }
+    /// Unpublishes (see `AvahiPublishedService.stop()`).
+    public func stop() { avahiKill(process) }
 
-    deinit { process.stop(grace: 1) }
+    deinit { avahiKill(process) }
+}
+
+/// Stops an avahi-publish child by its PID: SIGKILL, then the usual bounded stop (which reaps it).
+private func avahiKill(_ process: ManagedProcess) {
+    process.signal(SIGKILL)
+    process.stop(grace: 2)
 }
