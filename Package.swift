@@ -70,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "cast-sim",
             dependencies: [
-                "CastSimulator",
+                "CastSimulator", "Discovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CastProtocol
 import CastSimulator
+import Discovery
 import Foundation
 import Logging
 import NIOCore
@@ -48,7 +49,7 @@ struct CastSim: AsyncParsableCommand {
     @Flag(help: "Run the media clock manually (advance with POST /devices/<id>/clock/advance).")
     var manualClock = false
 
-    @Flag(help: "Announce the devices over mDNS (not wired yet: needs the Discovery target's publisher).")
+    @Flag(help: "Announce the devices over mDNS (_googlecast._tcp through avahi-daemon).")
     var mdns = false
 
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).")
@@ -84,11 +85,6 @@ struct CastSim: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "cast-sim")
-        if mdns {
-            // Hook: the lead wires the Discovery target's avahi publisher here, one service per
-            // device with `SimulatedDeviceConfiguration.txtRecord`.
-            logger.warning("--mdns is not implemented in this build; devices are reachable by host:port only")
-        }
         let type = SimulatedCastType(rawValue: castType) ?? .video
         let clock: any SimulatorClock = manualClock ? ManualSimulatorClock() : SystemSimulatorClock()
         let configurations = try devices.map { spec -> SimulatedDeviceConfiguration in
@@ -114,6 +110,23 @@ struct CastSim: AsyncParsableCommand {
             struct Line: Encodable { var name: String; var id: String; var port: Int }
             Self.printLine((try? CastJSON.encode(Line(name: device.name, id: device.id, port: device.port))) ?? "{}")
         }
+        // mDNS: one `_googlecast._tcp` service per device, with the TXT keys a real device
+        // announces, named like a real one (model with dashes, then the id).
+        var publishers: [ServicePublisher] = []
+        if mdns {
+            for device in simulator.devices {
+                do {
+                    let publisher = try ServicePublisher(logger: logger)
+                    let instance = device.configuration.model.replacingOccurrences(of: " ", with: "-") + "-" + device.id
+                    try publisher.publish(name: String(instance.prefix(63)), port: device.port,
+                                          txt: device.configuration.txtRecord)
+                    publishers.append(publisher)
+                } catch {
+                    logger.error("cannot announce \(device.name) over mDNS: \(error)")
+                }
+            }
+        }
+        defer { for publisher in publishers { publisher.stop() } }
         var control: ControlServer?
         if let controlPort {
             do {

@@ -70,7 +70,9 @@ final class BridgeHarness: @unchecked Sendable {
     let observer: Observer
     private var nextID = 0
 
-    init(devices names: [String] = ["Living Room TV", "Kitchen"], extraConfig: String = "") async throws {
+    /// - Parameter mdnsName: when set, the bridge discovers devices over mDNS only, limited to
+    ///   this friendly name, instead of getting the simulated devices as static entries.
+    init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil) async throws {
         broker = try MosquittoBroker()
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
@@ -90,14 +92,17 @@ final class BridgeHarness: @unchecked Sendable {
         try client.subscribe("homeassistant/#", qos: .atLeastOnce)
         try client.subscribe("e2e/#", qos: .atLeastOnce)
         try client.start()
+        let discovery = mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
+          mdns: false
+          devices:
+        \(devices.map { "    - {host: 127.0.0.1, port: \($0.port), name: \"\($0.name)\", id: \($0.id)}" }.joined(separator: "\n"))
+        """
         let config = """
         mqtt:
           url: \(broker.url)
           client_id: cast2mqtt-e2e
         discovery:
-          mdns: false
-          devices:
-        \(devices.map { "    - {host: 127.0.0.1, port: \($0.port), name: \"\($0.name)\", id: \($0.id)}" }.joined(separator: "\n"))
+        \(discovery)
         cast:
           heartbeat_interval: 1
           heartbeat_timeout: 3
@@ -106,7 +111,6 @@ final class BridgeHarness: @unchecked Sendable {
         state_dir: \(directory)/state
         log:
           level: debug
-        \(extraConfig)
         """
         try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         try startDaemon()

@@ -1,0 +1,42 @@
+import CastProtocol
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+/// The whole path over mDNS: `cast-sim --mdns` announces a device through avahi-daemon (started
+/// on the loopback interface by scripts/test), the daemon discovers it, connects, and forgets
+/// it when the announcement goes away.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct EndToEndMDNSTests {
+    @Test func deviceAnnouncedOverMDNSAppearsAndDisappears() async throws {
+        try AvahiTestDaemon.requireRunning()
+        let name = "Mdns Test \(UUID().uuidString.prefix(6))"
+        let slug = name.lowercased().replacingOccurrences(of: " ", with: "_")
+        let port = try FreePort.tcp()
+        let sim = try ManagedProcess(try builtExecutable("cast-sim"), ["--mdns", "--device", "\(name):\(port)"],
+                                     logName: "cast-sim-mdns")
+        defer { sim.stop() }
+        let h = try await BridgeHarness(devices: [], mdnsName: name)
+        defer { Task { await h.close() } }
+
+        let online = await h.observer.wait(h.topic(slug, "availability"), timeout: .seconds(30)) { $0 == "online" }
+        #expect(online != nil, "not discovered over mDNS; cast-sim:\n\(sim.output.suffix(2000))\nbridge:\n\(h.log.suffix(3000))")
+        let info = await h.observer.waitJSON(h.topic(slug, "info")) { $0["source"]?.stringValue == "mdns" }
+        #expect(info?["port"]?.intValue == port)
+        // A port other than 8009 means a speaker group (as pychromecast decides), so a simulator
+        // on a free port shows up as a group.
+        #expect(info?["cast_type"]?.stringValue == "group")
+        #expect(try await h.command(slug, "volume", "25").status == "ok")
+
+        // The announcement goes away with the simulator: the device is removed.
+        sim.stop()
+        let removed = await waitUntil(timeout: .seconds(30)) {
+            h.observer.messages(on: "cast2mqtt/bridge/event").contains {
+                let text = String(decoding: $0.payload, as: UTF8.self)
+                return text.contains("device_removed") && text.contains(slug)
+            }
+        }
+        #expect(removed, "no device_removed; bridge:\n\(h.log.suffix(3000))")
+    }
+}
