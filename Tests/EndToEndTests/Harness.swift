@@ -175,3 +175,17 @@ extension JSONValue {
     var status: String? { self["status"]?.stringValue }
     var errorCode: String? { self["error"]?["code"]?.stringValue }
 }
+
+/// Runs `body` with a fresh harness and always closes it (broker, daemon, simulator), also when
+/// the body fails: no process outlives the test.
+func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
+                _ body: (BridgeHarness) async throws -> Void) async throws {
+    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName)
+    do {
+        try await body(h)
+    } catch {
+        await h.close()
+        throw error
+    }
+    await h.close()
+}

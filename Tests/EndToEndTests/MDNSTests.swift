@@ -17,26 +17,27 @@ struct EndToEndMDNSTests {
         let sim = try ManagedProcess(try builtExecutable("cast-sim"), ["--mdns", "--device", "\(name):\(port)"],
                                      logName: "cast-sim-mdns")
         defer { sim.stop() }
-        let h = try await BridgeHarness(devices: [], mdnsName: name)
-        defer { Task { await h.close() } }
+        try await withBridge(devices: [], mdnsName: name) { h in
 
-        let online = await h.observer.wait(h.topic(slug, "availability"), timeout: .seconds(30)) { $0 == "online" }
-        #expect(online != nil, "not discovered over mDNS; cast-sim:\n\(sim.output.suffix(2000))\nbridge:\n\(h.log.suffix(3000))")
-        let info = await h.observer.waitJSON(h.topic(slug, "info")) { $0["source"]?.stringValue == "mdns" }
-        #expect(info?["port"]?.intValue == port)
-        // A port other than 8009 means a speaker group (as pychromecast decides), so a simulator
-        // on a free port shows up as a group.
-        #expect(info?["cast_type"]?.stringValue == "group")
-        #expect(try await h.command(slug, "volume", "25").status == "ok")
+            let online = await h.observer.wait(h.topic(slug, "availability"), timeout: .seconds(30)) { $0 == "online" }
+            #expect(online != nil, "not discovered over mDNS; cast-sim:\n\(sim.output.suffix(2000))\nbridge:\n\(h.log.suffix(3000))")
+            let info = await h.observer.waitJSON(h.topic(slug, "info")) { $0["source"]?.stringValue == "mdns" }
+            #expect(info?["port"]?.intValue == port)
+            // A port other than 8009 means a speaker group (as pychromecast decides), so a simulator
+            // on a free port shows up as a group.
+            #expect(info?["cast_type"]?.stringValue == "group")
+            let reply1 = try await h.command(slug, "volume", "25")
+            #expect(reply1.status == "ok")
 
-        // The announcement goes away with the simulator: the device is removed.
-        sim.stop()
-        let removed = await waitUntil(timeout: .seconds(30)) {
-            h.observer.messages(on: "cast2mqtt/bridge/event").contains {
-                let text = String(decoding: $0.payload, as: UTF8.self)
-                return text.contains("device_removed") && text.contains(slug)
+            // The announcement goes away with the simulator: the device is removed.
+            sim.stop()
+            let removed = await waitUntil(timeout: .seconds(30)) {
+                h.observer.messages(on: "cast2mqtt/bridge/event").contains {
+                    let text = String(decoding: $0.payload, as: UTF8.self)
+                    return text.contains("device_removed") && text.contains(slug)
+                }
             }
+            #expect(removed, "no device_removed; bridge:\n\(h.log.suffix(3000))")
         }
-        #expect(removed, "no device_removed; bridge:\n\(h.log.suffix(3000))")
     }
 }

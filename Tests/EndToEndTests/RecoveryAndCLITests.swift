@@ -8,101 +8,104 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct EndToEndRecoveryTests {
     @Test func brokerRestartRepublishesRetainedState() async throws {
-        let h = try await BridgeHarness(devices: ["Living Room TV"])
-        defer { Task { await h.close() } }
-        try await h.waitOnline(["living_room_tv"])
-        _ = try await h.command("living_room_tv", "volume", "35")
-        // The broker loses everything (no persistence), then comes back on the same port.
-        h.broker.stop()
-        try h.broker.start()
-        // The bridge reconnects and republishes every retained topic with the current state;
-        // the observer reconnects too and sees them.
-        #expect(await waitUntil(timeout: .seconds(20)) {
-            h.observer.messages(on: "cast2mqtt/bridge/state").filter { String(decoding: $0.payload, as: UTF8.self) == "online" }.count >= 2
-        }, "bridge state not republished; log:\n\(h.log.suffix(3000))")
-        #expect(await waitUntil(timeout: .seconds(10)) { h.observer.messages(on: "cast2mqtt/living_room_tv/availability").count >= 2 })
-        let receiver = await h.observer.waitJSON("cast2mqtt/living_room_tv/receiver") {
-            abs(($0["volume"]?["level"]?.doubleValue ?? 0) - 0.35) < 0.01
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            _ = try await h.command("living_room_tv", "volume", "35")
+            // The broker loses everything (no persistence), then comes back on the same port.
+            h.broker.stop()
+            try h.broker.start()
+            // The bridge reconnects and republishes every retained topic with the current state;
+            // the observer reconnects too and sees them.
+            #expect(await waitUntil(timeout: .seconds(20)) {
+                h.observer.messages(on: "cast2mqtt/bridge/state").filter { String(decoding: $0.payload, as: UTF8.self) == "online" }.count >= 2
+            }, "bridge state not republished; log:\n\(h.log.suffix(3000))")
+            #expect(await waitUntil(timeout: .seconds(10)) { h.observer.messages(on: "cast2mqtt/living_room_tv/availability").count >= 2 })
+            let receiver = await h.observer.waitJSON("cast2mqtt/living_room_tv/receiver") {
+                abs(($0["volume"]?["level"]?.doubleValue ?? 0) - 0.35) < 0.01
+            }
+            #expect(receiver != nil)
+            // Commands work after the broker came back.
+            let reply1 = try await h.command("living_room_tv", "volume", "20")
+            #expect(reply1.status == "ok")
         }
-        #expect(receiver != nil)
-        // Commands work after the broker came back.
-        #expect(try await h.command("living_room_tv", "volume", "20").status == "ok")
     }
 
     @Test func homeAssistantOnlineRepublishesDiscovery() async throws {
-        let h = try await BridgeHarness(devices: ["Living Room TV"])
-        defer { Task { await h.close() } }
-        try await h.waitOnline(["living_room_tv"])
-        _ = await waitUntil { h.observer.messages.contains { $0.topic.hasPrefix("homeassistant/") } }
-        try await Task.sleep(for: .milliseconds(500))
-        let configs = h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
-        let before = configs.count
-        let distinct = Set(configs.map(\.topic)).count
-        #expect(distinct >= 12)
-        try h.client.publish(MQTTMessage(topic: "homeassistant/status", payload: Array("online".utf8), qos: .atLeastOnce))
-        #expect(await waitUntil(timeout: .seconds(10)) {
-            h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }.count >= before + distinct
-        }, "before \(before); log:\n\(h.log.suffix(3000))")
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            _ = await waitUntil { h.observer.messages.contains { $0.topic.hasPrefix("homeassistant/") } }
+            try await Task.sleep(for: .milliseconds(500))
+            let configs = h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
+            let before = configs.count
+            let distinct = Set(configs.map(\.topic)).count
+            #expect(distinct >= 12)
+            try h.client.publish(MQTTMessage(topic: "homeassistant/status", payload: Array("online".utf8), qos: .atLeastOnce))
+            #expect(await waitUntil(timeout: .seconds(10)) {
+                h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }.count >= before + distinct
+            }, "before \(before); log:\n\(h.log.suffix(3000))")
+        }
     }
 
     @Test func deviceRestartRejoinsAndPublishesFreshState() async throws {
-        let h = try await BridgeHarness(devices: ["Living Room TV"])
-        defer { Task { await h.close() } }
-        try await h.waitOnline(["living_room_tv"])
-        _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
-        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
-        // A drop: the bridge rejoins the running session without relaunching or reloading.
-        await h.devices[0].dropConnections()
-        #expect(await waitUntil(timeout: .seconds(15)) {
-            h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
-                String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
-            }
-        })
-        #expect(h.devices[0].counters.launches == 1)
-        #expect(h.devices[0].counters.loads == 1)
-        #expect(h.observer.last("cast2mqtt/living_room_tv/state") == "playing")
-        // A reboot: the app is gone; the bridge must not keep stale "playing" state.
-        try await h.devices[0].restart(refuseFor: .seconds(1))
-        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state", timeout: .seconds(20)) { $0 == "off" } != nil)
-        #expect(await h.observer.wait("cast2mqtt/living_room_tv/availability", timeout: .seconds(20)) { $0 == "online" } != nil)
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
+            #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+            // A drop: the bridge rejoins the running session without relaunching or reloading.
+            await h.devices[0].dropConnections()
+            #expect(await waitUntil(timeout: .seconds(15)) {
+                h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
+                    String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
+                }
+            })
+            #expect(h.devices[0].counters.launches == 1)
+            #expect(h.devices[0].counters.loads == 1)
+            #expect(h.observer.last("cast2mqtt/living_room_tv/state") == "playing")
+            // A reboot: the app is gone; the bridge must not keep stale "playing" state.
+            try await h.devices[0].restart(refuseFor: .seconds(1))
+            #expect(await h.observer.wait("cast2mqtt/living_room_tv/state", timeout: .seconds(20)) { $0 == "off" } != nil)
+            #expect(await h.observer.wait("cast2mqtt/living_room_tv/availability", timeout: .seconds(20)) { $0 == "online" } != nil)
+        }
     }
 
     @Test func bridgeRestartJoinsTheRunningSessionQuietly() async throws {
-        let h = try await BridgeHarness(devices: ["Living Room TV"])
-        defer { Task { await h.close() } }
-        try await h.waitOnline(["living_room_tv"])
-        _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
-        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
-        #expect(FileManager.default.fileExists(atPath: h.directory + "/state/sessions.json"))
-        h.stopDaemon()
-        #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "offline" } != nil)
-        let eventsBefore = h.observer.messages(on: "cast2mqtt/living_room_tv/event").count
-        try h.startDaemon()
-        #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "online" } != nil)
-        try await h.waitOnline(["living_room_tv"])
-        #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
-        try await Task.sleep(for: .milliseconds(500))
-        // Joined: no relaunch, no reload, and no new session_started for a session it already knew.
-        #expect(h.devices[0].counters.launches == 1)
-        #expect(h.devices[0].counters.loads == 1)
-        let newEvents = h.observer.messages(on: "cast2mqtt/living_room_tv/event").dropFirst(eventsBefore)
-            .map { String(decoding: $0.payload, as: UTF8.self) }
-        #expect(!newEvents.contains { $0.contains("session_started") }, "\(newEvents)")
-        #expect(try await h.command("living_room_tv", "pause", "").status == "ok")
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
+            #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+            #expect(FileManager.default.fileExists(atPath: h.directory + "/state/sessions.json"))
+            h.stopDaemon()
+            #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "offline" } != nil)
+            let eventsBefore = h.observer.messages(on: "cast2mqtt/living_room_tv/event").count
+            try h.startDaemon()
+            #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "online" } != nil)
+            try await h.waitOnline(["living_room_tv"])
+            #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
+            try await Task.sleep(for: .milliseconds(500))
+            // Joined: no relaunch, no reload, and no new session_started for a session it already knew.
+            #expect(h.devices[0].counters.launches == 1)
+            #expect(h.devices[0].counters.loads == 1)
+            let newEvents = h.observer.messages(on: "cast2mqtt/living_room_tv/event").dropFirst(eventsBefore)
+                .map { String(decoding: $0.payload, as: UTF8.self) }
+            #expect(!newEvents.contains { $0.contains("session_started") }, "\(newEvents)")
+            let reply2 = try await h.command("living_room_tv", "pause", "")
+            #expect(reply2.status == "ok")
+        }
     }
 
     @Test func garbageFromTheDeviceIsSurvived() async throws {
-        let h = try await BridgeHarness(devices: ["Living Room TV"])
-        defer { Task { await h.close() } }
-        try await h.waitOnline(["living_room_tv"])
-        await h.devices[0].sendGarbageFrame()
-        #expect(await waitUntil(timeout: .seconds(15)) {
-            h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
-                String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
-            }
-        })
-        #expect(try await h.command("living_room_tv", "volume", "10").status == "ok")
-        #expect(h.daemon?.isRunning == true)
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            await h.devices[0].sendGarbageFrame()
+            #expect(await waitUntil(timeout: .seconds(15)) {
+                h.observer.messages(on: "cast2mqtt/living_room_tv/event").contains {
+                    String(decoding: $0.payload, as: UTF8.self).contains("reconnected")
+                }
+            })
+            let reply3 = try await h.command("living_room_tv", "volume", "10")
+            #expect(reply3.status == "ok")
+            #expect(h.daemon?.isRunning == true)
+        }
     }
 }
 
