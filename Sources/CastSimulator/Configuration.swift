@@ -51,6 +51,8 @@ public struct SimulatedDeviceConfiguration: Sendable {
     public var castType: SimulatedCastType
     /// Time from LAUNCH to the RECEIVER_STATUS that shows the app (real devices: 0.3–2 s).
     public var launchLatency: TimeAmount
+    /// How long a receiver STOP takes (an app does not tear down instantly on a real device).
+    public var stopLatency: TimeAmount
     /// Delay before every reply and status broadcast.
     public var replyLatency: TimeAmount
     /// Interval of the device's own PINGs; nil disables them.
@@ -84,6 +86,7 @@ public struct SimulatedDeviceConfiguration: Sendable {
         model: String? = nil,
         castType: SimulatedCastType = .video,
         launchLatency: TimeAmount = .milliseconds(300),
+        stopLatency: TimeAmount = .milliseconds(100),
         replyLatency: TimeAmount = .milliseconds(2),
         heartbeatInterval: TimeAmount? = .seconds(5),
         idleScreen: Bool = true,
@@ -101,6 +104,7 @@ public struct SimulatedDeviceConfiguration: Sendable {
         self.model = model ?? castType.defaultModel
         self.castType = castType
         self.launchLatency = launchLatency
+        self.stopLatency = stopLatency
         self.replyLatency = replyLatency
         self.heartbeatInterval = heartbeatInterval
         self.idleScreen = idleScreen

@@ -362,8 +362,17 @@ public final class SimulatedDevice: @unchecked Sendable {
                 answer(.invalidRequest(requestId: requestId, reason: "INVALID_SESSION_ID"))
                 return
             }
-            stopApp(mediaIdleReason: nil)
-            answer(.status(requestId: requestId, receiverStatus()), broadcastStatus: true)
+            // Like a real device, the app takes a moment to go away. (It also keeps pychromecast,
+            // which writes to its socket from two threads without a lock, from having its STOP
+            // write overlap the CLOSE it sends back when the app transport closes.)
+            later(configuration.stopLatency) {
+                guard !self.shutDown else { return }
+                self.stopApp(mediaIdleReason: nil)
+                self.send(CastMessage(source: CastEndpoint.receiver, destination: source,
+                                      namespace: CastNamespace.receiver, json: self.receiverStatusJSON(requestId: requestId)),
+                          on: connection)
+                self.broadcastReceiverStatus()
+            }
         case "SET_VOLUME":
             guard let body = json["volume"]?.objectValue,
                   body["level"]?.doubleValue != nil || body["muted"]?.boolValue != nil

@@ -28,6 +28,9 @@ struct CastSim: AsyncParsableCommand {
     @Option(help: "Delay from LAUNCH to the app being up, in milliseconds.")
     var launchLatencyMs: Int = 300
 
+    @Option(help: "Milliseconds a receiver STOP takes before the app is gone.")
+    var stopLatencyMs: Int = 100
+
     @Option(help: "Delay before every reply and broadcast, in milliseconds.")
     var replyLatencyMs: Int = 2
 
@@ -92,6 +95,7 @@ struct CastSim: AsyncParsableCommand {
             return SimulatedDeviceConfiguration(
                 name: parsed.name, id: parsed.id, port: parsed.port, model: model, castType: type,
                 launchLatency: .milliseconds(Int64(max(0, launchLatencyMs))),
+                stopLatency: .milliseconds(Int64(max(0, stopLatencyMs))),
                 replyLatency: .milliseconds(Int64(max(0, replyLatencyMs))),
                 heartbeatInterval: heartbeatInterval > 0 ? .nanoseconds(Int64(heartbeatInterval * 1e9)) : nil,
                 idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock)
