@@ -1,0 +1,174 @@
+import CastProtocol
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+// Fault injection and stream transfer of a simulated device (public API for tests and cast-sim).
+extension SimulatedDevice {
+    // MARK: - Public API: faults
+
+    /// Closes every sender connection (TCP close); the device keeps listening.
+    public func dropConnections() async {
+        let future = eventLoop.flatSubmit {
+            EventLoopFuture.andAllComplete(self.connections.values.map { $0.channel.close() }, on: self.eventLoop)
+        }
+        try? await future.get()
+    }
+
+    /// Stops answering anything and stops pinging; sockets stay open. `resume()` ends it.
+    public func silence() async { try? await eventLoop.submit { self.silenced = true }.get() }
+
+    /// Ends `silence()`.
+    public func resume() async { try? await eventLoop.submit { self.silenced = false }.get() }
+
+    /// Simulates a reboot: every connection and app session is dropped, the listener closes, and
+    /// after `refuseFor` the device listens again on the same port (with no app running).
+    /// Returns once the listener is closed (or, with a zero refusal, listening again).
+    public func restart(refuseFor: TimeAmount = .zero) async throws {
+        let future = eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
+            self.recorder.count { $0.restarts += 1 }
+            self.rebind?.cancel()
+            self.listeningBox.withLockedValue { $0 = false }
+            self.silenced = false
+            let closes = self.connections.values.map { $0.channel.close() }
+            let listenerClose = self.listener?.close() ?? self.eventLoop.makeSucceededVoidFuture()
+            self.listener = nil
+            self.connections.removeAll()
+            self.resetApplications()
+            return EventLoopFuture.andAllComplete(closes + [listenerClose], on: self.eventLoop).flatMap {
+                if refuseFor <= .zero { return self.rebindWithRetry(attempts: 50) }
+                self.rebind = self.eventLoop.scheduleTask(in: refuseFor) {
+                    self.rebindWithRetry(attempts: 50).whenFailure { error in
+                        self.logger.error("could not listen again on port \(self.port): \(error)")
+                    }
+                }
+                return self.eventLoop.makeSucceededVoidFuture()
+            }
+        }
+        try await future.get()
+    }
+
+    func rebindWithRetry(attempts: Int) -> EventLoopFuture<Void> {
+        guard !shutDown else { return eventLoop.makeSucceededVoidFuture() }
+        return bind(port: port).flatMapError { error in
+            guard attempts > 1 else { return self.eventLoop.makeFailedFuture(error) }
+            return self.eventLoop.scheduleTask(in: .milliseconds(100)) {}.futureResult.flatMap {
+                self.rebindWithRetry(attempts: attempts - 1)
+            }
+        }
+    }
+
+    /// Sends a frame with a valid length prefix and random (unparseable) bytes to every sender.
+    public func sendGarbageFrame() async {
+        try? await eventLoop.submit {
+            for connection in self.connections.values {
+                var body: [UInt8] = [0xFF, 0xFF, 0xFF]
+                body += (0..<29).map { _ in UInt8.random(in: 0...255) }
+                let header: [UInt8] = [0, 0, 0, UInt8(body.count)]
+                connection.injector.writeRaw(header + body)
+            }
+        }.get()
+    }
+
+    /// Sends a frame header announcing a body over 64 KiB (1 MiB) to every sender.
+    public func sendOversizedFrameHeader() async {
+        try? await eventLoop.submit {
+            for connection in self.connections.values {
+                connection.injector.writeRaw([0x00, 0x10, 0x00, 0x00, 0x08, 0x00, 0x12, 0x00])
+            }
+        }.get()
+    }
+
+    /// Changes the device volume as a remote control would: RECEIVER_STATUS broadcast.
+    public func setVolumeRemotely(level: Double?, muted: Bool? = nil) async {
+        try? await eventLoop.submit {
+            self.applyVolume(level: level, muted: muted)
+            self.later(self.configuration.replyLatency) { self.broadcastReceiverStatus() }
+        }.get()
+    }
+
+    /// Ends the current media now: IDLE / FINISHED broadcast. False when nothing plays.
+    @discardableResult
+    public func finishMedia() async -> Bool {
+        (try? await eventLoop.submit { () -> Bool in
+            guard let session = self.media, let running = self.app else { return false }
+            let now = self.configuration.clock.now()
+            self.media = nil
+            var ended = session.idleStatus(reason: "FINISHED", at: now)
+            ended.currentTime = session.duration ?? ended.currentTime
+            self.broadcast(from: running.transportId, namespace: CastNamespace.media,
+                           json: MediaResponse.status(requestId: 0, [ended]).json())
+            return true
+        }.get()) ?? false
+    }
+
+    /// Broadcasts an unsolicited message from the running app (e.g. the echo app) on `namespace`.
+    /// False when no (non-idle) app runs.
+    @discardableResult
+    public func pushAppMessage(namespace: String = SimulatedAppID.echoNamespace, payload: CastPayload) async -> Bool {
+        (try? await eventLoop.submit { () -> Bool in
+            guard let running = self.app, running.kind != .backdrop else { return false }
+            for connection in self.connections.values.sorted(by: { $0.number < $1.number })
+            where !connection.sources(connectedTo: running.transportId).isEmpty {
+                self.send(CastMessage(sourceID: running.transportId, destinationID: CastEndpoint.broadcast,
+                                      namespace: namespace, payload: payload), on: connection)
+            }
+            return true
+        }.get()) ?? false
+    }
+
+    /// Advances this device's media clock (a `ManualSimulatorClock` only) and applies the result
+    /// (ends of ad clips and media) at once.
+    public func advanceClock(by seconds: Double) async throws {
+        guard let manual = configuration.clock as? ManualSimulatorClock else {
+            throw SimulatorError("device \(id) runs on the system clock")
+        }
+        manual.advance(by: seconds)
+        try await eventLoop.submit { self.tick() }.get()
+    }
+
+    // MARK: - Stream transfer
+
+    /// Source side of a cloud transfer: media IDLE/INTERRUPTED, CLOSE from the app, app gone.
+    func detachForTransfer() async throws -> TransferredSession {
+        try await eventLoop.submit { () throws -> TransferredSession in
+            guard let running = self.app, running.kind != .backdrop else {
+                throw SimulatorError("device \(self.id) runs no app to transfer")
+            }
+            let now = self.configuration.clock.now()
+            let snapshot = self.media?.loadRequestSnapshot(at: now)
+            self.stopApp(mediaIdleReason: "INTERRUPTED")
+            self.broadcastReceiverStatus()
+            return TransferredSession(appId: running.appId, loadRequest: snapshot)
+        }.get()
+    }
+
+    /// Target side of a cloud transfer: the same app launched from the cloud (new session) and
+    /// the same content loaded at the same position and play state.
+    func attachTransferred(_ session: TransferredSession) async throws {
+        let launched = eventLoop.scheduleTask(in: configuration.launchLatency) {
+            self.launch(appId: session.appId, launchedFromCloud: true)
+            if let request = session.loadRequest, self.app?.kind == .media {
+                _ = self.load(request, queue: false, at: self.configuration.clock.now())
+            }
+            self.broadcastReceiverStatus()
+        }
+        try await launched.futureResult.get()
+    }
+}
+
+/// A JSON-friendly snapshot of a device (`GET /devices/<id>/state`).
+public struct SimulatedDeviceState: Sendable, Codable {
+    public var id: String
+    public var name: String
+    public var port: Int
+    public var listening: Bool
+    public var silenced: Bool
+    public var connections: Int
+    public var receiverStatus: ReceiverStatus
+    public var mediaStatus: MediaStatus?
+    public var counters: SimulatorCounters
+}

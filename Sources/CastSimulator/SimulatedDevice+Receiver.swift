@@ -1,0 +1,148 @@
+import CastProtocol
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+// The receiver platform and multizone namespaces of a simulated device.
+extension SimulatedDevice {
+    // MARK: - Receiver namespace
+
+    func receiverStatus() -> ReceiverStatus {
+        let video = configuration.castType == .video
+        return ReceiverStatus(
+            applications: app.map { [$0.receiverApplication] } ?? [], volume: volume,
+            isActiveInput: video ? true : nil, isStandBy: video ? false : nil)
+    }
+
+    func receiverStatusJSON(requestId: Int) -> String {
+        ReceiverResponse.status(requestId: requestId, receiverStatus()).json()
+    }
+
+    func broadcastReceiverStatus() {
+        broadcast(from: CastEndpoint.receiver, namespace: CastNamespace.receiver, json: receiverStatusJSON(requestId: 0))
+    }
+
+    func handleReceiver(_ message: CastMessage, on connection: SenderConnection) {
+        guard let json = Self.parseJSON(message.payload), let type = json["type"]?.stringValue,
+              let requestId = json["requestId"]?.intValue
+        else { return }  // the reference receiver ignores requests without requestId
+        let source = message.sourceID
+        func answer(_ response: ReceiverResponse, broadcastStatus: Bool = false) {
+            reply(response.json(), from: CastEndpoint.receiver, namespace: CastNamespace.receiver, to: source,
+                  on: connection, thenBroadcast: broadcastStatus ? receiverStatusJSON(requestId: 0) : nil)
+        }
+        switch type {
+        case "GET_STATUS":
+            answer(.status(requestId: requestId, receiverStatus()))
+        case "LAUNCH":
+            guard let appId = json["appId"]?.stringValue, !appId.isEmpty else {
+                answer(.launchError(requestId: requestId, reason: "BAD_PARAMETER", extendedError: nil))
+                return
+            }
+            guard RunningApp.make(appId: appId) != nil else {
+                answer(.launchError(requestId: requestId, reason: "NOT_FOUND", extendedError: nil))
+                return
+            }
+            recorder.count { $0.launches += 1 }
+            if let app, app.appId == appId, app.kind != .backdrop {
+                answer(.status(requestId: requestId, receiverStatus()))  // already running: same session
+                return
+            }
+            later(configuration.launchLatency) {
+                guard !self.shutDown else { return }
+                self.launch(appId: appId, launchedFromCloud: false)
+                self.send(CastMessage(source: CastEndpoint.receiver, destination: source,
+                                      namespace: CastNamespace.receiver, json: self.receiverStatusJSON(requestId: requestId)),
+                          on: connection)
+                self.broadcastReceiverStatus()
+            }
+        case "STOP":
+            let sessionId = json["sessionId"]?.stringValue
+            if let sessionId, sessionId != app?.sessionId {
+                answer(.invalidRequest(requestId: requestId, reason: "INVALID_SESSION_ID"))
+                return
+            }
+            // Like a real device, the app takes a moment to go away. (It also keeps pychromecast,
+            // which writes to its socket from two threads without a lock, from having its STOP
+            // write overlap the CLOSE it sends back when the app transport closes.)
+            later(configuration.stopLatency) {
+                guard !self.shutDown else { return }
+                self.stopApp(mediaIdleReason: nil)
+                self.send(CastMessage(source: CastEndpoint.receiver, destination: source,
+                                      namespace: CastNamespace.receiver, json: self.receiverStatusJSON(requestId: requestId)),
+                          on: connection)
+                self.broadcastReceiverStatus()
+            }
+        case "SET_VOLUME":
+            guard let body = json["volume"]?.objectValue,
+                  body["level"]?.doubleValue != nil || body["muted"]?.boolValue != nil
+            else {
+                answer(.invalidRequest(requestId: requestId, reason: "INVALID_PARAMS"))
+                return
+            }
+            applyVolume(level: body["level"]?.doubleValue, muted: body["muted"]?.boolValue)
+            answer(.status(requestId: requestId, receiverStatus()), broadcastStatus: true)
+        case "GET_APP_AVAILABILITY":
+            let ids = json["appId"]?.arrayValue?.compactMap(\.stringValue) ?? json["appId"]?.stringValue.map { [$0] } ?? []
+            var availability: [String: String] = [:]
+            for id in ids { availability[id] = RunningApp.make(appId: id) == nil ? "APP_UNAVAILABLE" : "APP_AVAILABLE" }
+            answer(.appAvailability(requestId: requestId, availability: availability))
+        default:
+            answer(.invalidRequest(requestId: requestId, reason: "INVALID_COMMAND"))
+        }
+    }
+
+    func applyVolume(level: Double?, muted: Bool?) {
+        if let level, level.isFinite, volume.controlType != "fixed" {
+            volume.level = min(max(level, 0), 1)
+        }
+        if let muted { volume.muted = muted }
+    }
+
+    /// The idle state: Backdrop (new session) or no application at all.
+    func resetApplications() {
+        app = configuration.idleScreen ? RunningApp.make(appId: SimulatedAppID.backdrop) : nil
+        media = nil
+    }
+
+    /// Replaces the running app with a new session of `appId` (CLOSE for the old one).
+    func launch(appId: String, launchedFromCloud: Bool) {
+        stopApp(mediaIdleReason: nil)
+        if appId == SimulatedAppID.backdrop { return }
+        app = RunningApp.make(appId: appId, launchedFromCloud: launchedFromCloud)
+        media = nil
+    }
+
+    /// Stops the running app (unless it is the idle screen): optional IDLE media broadcast, CLOSE
+    /// from its transportId to every sender connected to it, then the idle state.
+    func stopApp(mediaIdleReason: String?) {
+        guard let running = app, running.kind != .backdrop else { return }
+        if let reason = mediaIdleReason, let session = media {
+            let status = session.idleStatus(reason: reason, at: configuration.clock.now())
+            broadcast(from: running.transportId, namespace: CastNamespace.media,
+                      json: MediaResponse.status(requestId: 0, [status]).json())
+        }
+        for connection in connections.values.sorted(by: { $0.number < $1.number }) {
+            for source in connection.sources(connectedTo: running.transportId) {
+                send(CastMessage(source: running.transportId, destination: source, namespace: CastNamespace.connection,
+                                 json: ConnectionMessage.close(reasonCode: nil).json()), on: connection)
+                connection.virtualConnections[source]?.remove(running.transportId)
+            }
+        }
+        resetApplications()
+    }
+
+    // MARK: - Multizone
+
+    func handleMultizone(_ message: CastMessage, on connection: SenderConnection) {
+        guard let json = Self.parseJSON(message.payload), json["type"]?.stringValue == "GET_STATUS" else { return }
+        let requestId = json["requestId"]?.intValue ?? 0
+        let response = MultizoneMessage.status(requestId: requestId, devices: configuration.multizoneMembers,
+                                               isMultichannel: false, playbackSession: nil)
+        reply(response.json(), from: CastEndpoint.receiver, namespace: CastNamespace.multizone,
+              to: message.sourceID, on: connection)
+    }
+}
