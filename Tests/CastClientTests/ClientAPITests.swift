@@ -228,3 +228,22 @@ struct ClientAPITests {
         #expect(statuses == 1)
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct ClientAdBreakTests {
+    @Test func skipAdDuringASkippableBreak() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.client.ensureApp(CastAppID.defaultMediaReceiver)
+        let media = MediaInformation(
+            contentId: "http://127.0.0.1/show.mp4", contentType: "video/mp4", duration: 600,
+            breaks: .array([.object(["id": .string("b1"), "position": .number(0), "breakClipIds": .array([.string("c1")])])]),
+            breakClips: .array([.object(["id": .string("c1"), "duration": .number(30), "whenSkippable": .number(0)])]))
+        let loaded = try await h.client.load(LoadRequest(media: media))
+        #expect(loaded?.breakStatus?.breakId == "b1")
+        let skipped = try await h.client.skipAd()
+        #expect(skipped?.breakStatus == nil)
+        #expect(h.device.received(namespace: CastNamespace.media, type: "SKIP_AD").count == 1)
+    }
+}
