@@ -113,10 +113,35 @@ extension BridgeCore {
         guard let device = devices[id] else { return }
         publishRetained(topics.receiver(device.topic), MediaProjection.receiverDocument(device.receiver),
                         stamp: device.receiverUpdatedAt ?? now, &out)
-        let media = MediaProjection.mediaDocument(device)
+        // A position that only follows from the last published one keeps that one (same content).
+        let media: JSONValue
+        let drift = Self.positionOnlyDrift(device)
+        if drift, let last = device.publishedPlayback {
+            media = MediaProjection.mediaDocument(device, position: last.position, positionAt: last.at)
+        } else {
+            media = MediaProjection.mediaDocument(device)
+        }
         let hasSession = device.media != nil
+        let before = out.publications.count
         publishRetained(topics.media(device.topic), media, stamp: hasSession ? (device.mediaUpdatedAt ?? now) : nil, &out)
+        if out.publications.count > before, !drift {
+            let playing = device.media?.playerState == "PLAYING"
+            devices[id]?.publishedPlayback = playing ? device.media?.currentTime.flatMap { position in
+                device.positionUpdatedAt.map { (position, $0, device.media?.playbackRate ?? 1) }
+            } : nil
+        }
         publishRetainedText(topics.state(device.topic), device.stateWord, &out)
+    }
+
+    /// True when the device is still playing and its reported position is where the last
+    /// published one would be by now (within half a second): a reply and a broadcast of the same
+    /// status, sent a few milliseconds apart, then make one publication instead of two.
+    static func positionOnlyDrift(_ device: DeviceState) -> Bool {
+        guard let last = device.publishedPlayback, device.media?.playerState == "PLAYING",
+              let position = device.media?.currentTime, let at = device.positionUpdatedAt,
+              (device.media?.playbackRate ?? 1) == last.rate else { return false }
+        let expected = last.position + at.timeIntervalSince(last.at) * last.rate
+        return abs(expected - position) < 0.5
     }
 
     /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.

@@ -21,6 +21,9 @@ struct DeviceState: Sendable {
     /// When `media.currentTime` was last true (arrival of the status that changed it).
     var positionUpdatedAt: Date?
     var lastPositionPublish: Date?
+    /// Position, time and rate of the last published `media` document while playing: a new
+    /// status whose position only follows from them is not a change worth republishing.
+    var publishedPlayback: (position: Double, at: Date, rate: Double)?
     /// The app session whose media status was requested (joined) on this connection.
     var joinedSession: String?
 

@@ -119,6 +119,23 @@ import Testing
         #expect(sameReceiver.operations.isEmpty, "no re-join of the same session")
     }
 
+    @Test func positionThatOnlyFollowsPlaybackIsNoChange() {
+        var h = Harness()
+        h.online()
+        h.now = t0.addingTimeInterval(2)
+        #expect(h.feed(.mediaStatus(tvID, [playing(time: 40)])).on(mediaTopic).count == 1)
+        // A broadcast a moment later whose position is where playback has got to: no republish.
+        h.now = t0.addingTimeInterval(3)
+        #expect(h.feed(.mediaStatus(tvID, [playing(time: 41.1)])).on(mediaTopic).isEmpty)
+        // A jump (seek) is a change.
+        h.now = t0.addingTimeInterval(4)
+        let seek = h.feed(.mediaStatus(tvID, [playing(time: 90)]))
+        #expect(seek.json(mediaTopic)?["position"] == .number(90))
+        // Paused, the position is content like any other.
+        h.now = t0.addingTimeInterval(5)
+        #expect(h.feed(.mediaStatus(tvID, [playing(state: "PAUSED", time: 91)])).on(mediaTopic).count == 1)
+    }
+
     @Test func partialStatusMerges() throws {
         var h = Harness()
         h.online()
