@@ -64,8 +64,14 @@ public struct BridgeCore: Sendable {
     public var lastWill: Publication { Publication(topic: topics.bridgeState, text: "offline", retain: true) }
 
     /// What to publish on a clean shutdown (after the devices' availability goes offline).
-    public mutating func shutdown() -> BridgeOutput {
+    public mutating func shutdown(now: Date = Date()) -> BridgeOutput {
         var out = BridgeOutput()
+        // Every command still waiting gets its one answer.
+        for (token, op) in pending.sorted(by: { $0.key < $1.key }) {
+            pending.removeValue(forKey: token)
+            continueAfter(op, .failure(BridgeError(.internal, "the bridge is shutting down")), now: now, &out)
+        }
+        out.operations.removeAll()
         for id in devices.keys.sorted() { devices[id]?.online = false; publishAvailability(id, &out) }
         out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
         return out
@@ -152,7 +158,11 @@ public struct BridgeCore: Sendable {
         let token = OperationToken(nextToken)
         nextToken += 1
         let seconds = timeout ?? configuration.cast.requestTimeout
-        pending[token] = PendingOperation(deviceID: device, deadline: now.addingTimeInterval(seconds), purpose: purpose)
+        // The I/O side bounds every Cast request by `request_timeout`; an operation of several
+        // requests (launch, then load) gets that much per step, plus a second so that the
+        // device-side error, when there is one, arrives before our own timeout.
+        let deadline = seconds * Double(kind.castSteps) + 1
+        pending[token] = PendingOperation(deviceID: device, deadline: now.addingTimeInterval(deadline), purpose: purpose)
         out.operations.append(CastOperation(token: token, deviceID: device, kind: kind,
                                             timeout: .milliseconds(Int64((seconds * 1000).rounded()))))
     }

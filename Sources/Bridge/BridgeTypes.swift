@@ -191,6 +191,18 @@ public enum CastOperationKind: Sendable, Hashable {
     case resumeSession(sessionState: JSONValue, appId: String)
 }
 
+extension CastOperationKind {
+    /// How many Cast requests the operation may take at most (a launch before a load, or a
+    /// launch before a message and its reply).
+    var castSteps: Int {
+        switch self {
+        case .load, .queueLoad, .resumeSession: return 2
+        case .send(_, _, let appId, let awaitReply): return 1 + (appId == nil ? 0 : 1) + (awaitReply ? 1 : 0)
+        default: return 1
+        }
+    }
+}
+
 /// Everything the bridge wants done for one input, in order: publish first, then operations.
 public struct BridgeOutput: Sendable {
     public var publications: [Publication] = []

@@ -32,6 +32,11 @@ final class DeviceConnection: @unchecked Sendable {
     private(set) var address: CastDeviceAddress
     private var machine: Machine
     private var channel: (any Channel)?
+    /// The channel of a connect whose TLS handshake has not finished yet.
+    private var pendingChannel: (any Channel)?
+    /// App transports that closed on us: not joined again until the device shows another session
+    /// (a device that refuses our CONNECT answers it with CLOSE, which must not become a loop).
+    private var closedTransports: Set<String> = []
     private var generation = 0
     private var closeReason: CastDisconnectReason?
     private var reconnectImmediately = false
@@ -169,6 +174,7 @@ final class DeviceConnection: @unchecked Sendable {
     func tlsReady(channel: any Channel, fingerprint: String?, generation: Int) {
         guard generation == self.generation else { return }
         self.channel = channel
+        self.pendingChannel = nil
         self.fingerprint = fingerprint
         run(machine.channelActive(now: clock.now))
     }
@@ -194,6 +200,7 @@ final class DeviceConnection: @unchecked Sendable {
         let reason = closeReason ?? .closedByPeer
         closeReason = nil
         channel = nil
+        pendingChannel = nil
         timer?.cancel()
         timer = nil
         run(machine.channelClosed(reason, now: clock.now, jitter: Double.random(in: 0...1)))
@@ -223,7 +230,10 @@ final class DeviceConnection: @unchecked Sendable {
                 if let channel {
                     channel.close(promise: nil)
                 } else {
-                    generation += 1  // a connect in flight: ignore its result
+                    // A connect in flight: ignore its result, and close its channel if TCP is up.
+                    generation += 1
+                    pendingChannel?.close(promise: nil)
+                    pendingChannel = nil
                 }
             case .scheduleTimer(let deadline):
                 timer?.cancel()
@@ -253,7 +263,7 @@ final class DeviceConnection: @unchecked Sendable {
         let sslContext = self.sslContext
         let address = self.address
         ClientBootstrap(group: eventLoop)
-            .connectTimeout(.seconds(5))
+            .connectTimeout(TimeAmount.nanoseconds(Int64(configuration.connectTimeout.seconds * 1e9)))
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -271,7 +281,19 @@ final class DeviceConnection: @unchecked Sendable {
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
-                    if generation != self.generation { channel.close(promise: nil) }
+                    guard generation == self.generation else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    // TCP is up; NIOSSL has no handshake deadline of its own, so a peer that
+                    // accepts and then says nothing would hold us here forever.
+                    pendingChannel = channel
+                    let limit = configuration.connectTimeout
+                    eventLoop.scheduleTask(in: .nanoseconds(Int64(limit.seconds * 1e9))) { [self] in
+                        guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
+                        if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
+                        stalled.close(promise: nil)
+                    }
                 case .failure(let error):
                     guard generation == self.generation else { return }
                     logger.debug("connect failed", metadata: ["cast.error": "\(error)"])
@@ -292,10 +314,12 @@ final class DeviceConnection: @unchecked Sendable {
             receiverStatus = nil
             joinedApp = nil
             mediaStatus = nil
+            closedTransports.removeAll()
             failWaiters(CastError(.connectionLost, "the connection to the device was lost"))
             continuation.yield(.disconnected(reason))
         case .virtualConnectionClosed(let endpoint):
             guard let app = joinedApp, app.transportId == endpoint else { return }
+            closedTransports.insert(endpoint)
             endSession(app)
             // The app is gone; ask the platform what runs now.
             _ = request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
@@ -335,7 +359,12 @@ final class DeviceConnection: @unchecked Sendable {
             run(machine.closeEndpoint(old.transportId ?? ""))
             endSession(old)
         }
-        guard let app, let transport = app.transportId else { return }
+        guard let app, let transport = app.transportId else {
+            closedTransports.removeAll()
+            return
+        }
+        if closedTransports.contains(transport) { return }
+        closedTransports.removeAll()
         if joinedApp == nil {
             joinedApp = app
             logger.info("joined app session", metadata: ["cast.app": "\(app.appId)", "cast.session": "\(app.sessionId ?? "")"])

@@ -6,6 +6,8 @@ public struct CastConnectionConfiguration: Sendable, Hashable {
     public var heartbeatTimeout: Duration
     /// Default deadline of a request that expects an answer.
     public var requestTimeout: Duration
+    /// Deadline of a TCP connect and, separately, of the TLS handshake after it.
+    public var connectTimeout: Duration
     public var backoff: ReconnectBackoff
     /// Our endpoint id (`sender-0`, like pychromecast and go-chromecast).
     public var senderID: String
@@ -13,11 +15,13 @@ public struct CastConnectionConfiguration: Sendable, Hashable {
     public var userAgent: String
 
     public init(heartbeatInterval: Duration = .seconds(5), heartbeatTimeout: Duration = .seconds(15),
-                requestTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff(),
+                requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
+                backoff: ReconnectBackoff = ReconnectBackoff(),
                 senderID: String = CastEndpoint.sender, userAgent: String = "cast2mqtt") {
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatTimeout = heartbeatTimeout
         self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
         self.backoff = backoff
         self.senderID = senderID
         self.userAgent = userAgent
@@ -112,12 +116,19 @@ where Instant.Duration == Duration, Instant: Sendable {
         case emit(CastConnectionEvent)
     }
 
+    struct Pending: Sendable {
+        var deadline: Instant
+        var namespace: String
+        var endpoint: String
+    }
+
     struct Session: Sendable {
         var lastReceived: Instant
         var lastPingSent: Instant
         var answered = false
         var endpoints: Set<String> = []
-        var pending: [Int: Instant] = [:]
+        /// Request id → deadline, and where the answer must come from.
+        var pending: [Int: Pending] = [:]
         var internalRequests: Set<Int> = []
     }
 
@@ -202,7 +213,8 @@ where Instant.Duration == Duration, Instant: Sendable {
         var session = Session(lastReceived: now, lastPingSent: now)
         let id = allocateRequestID()
         session.endpoints.insert(CastEndpoint.receiver)
-        session.pending[id] = now.advanced(by: configuration.requestTimeout)
+        session.pending[id] = Pending(deadline: now.advanced(by: configuration.requestTimeout),
+                                      namespace: CastNamespace.receiver, endpoint: CastEndpoint.receiver)
         session.internalRequests.insert(id)
         state = .open(session, attempt: attempt)
         let messages = [
@@ -250,8 +262,11 @@ where Instant.Duration == Duration, Instant: Sendable {
         // The message is delivered first, so that the owner's view of the device is up to date
         // by the time the request it answers completes.
         actions.append(.emit(.message(message)))
+        // A reply must carry the request's id *and* come from where the request went, on its
+        // namespace: an app's own protocol may use `requestId` too.
         if let header = CastPayloadHeader.parse(message.payload), let id = header.requestId, id != 0,
-           session.pending[id] != nil, header.type != "LAUNCH_STATUS" {
+           let request = session.pending[id], request.namespace == message.namespace,
+           request.endpoint == message.sourceID, header.type != "LAUNCH_STATUS" {
             session.pending[id] = nil
             if session.internalRequests.remove(id) == nil {
                 actions.append(.completeRequest(id: id, message: message))
@@ -272,7 +287,7 @@ where Instant.Duration == Duration, Instant: Sendable {
                 session.lastPingSent = now
                 actions.append(.write([heartbeat(.ping)]))
             }
-            let expired = session.pending.filter { $0.value <= now }.map(\.key).sorted()
+            let expired = session.pending.filter { $0.value.deadline <= now }.map(\.key).sorted()
             if !expired.isEmpty {
                 for id in expired { session.pending[id] = nil }
                 let visible = expired.filter { session.internalRequests.remove($0) == nil }
@@ -339,7 +354,8 @@ where Instant.Duration == Duration, Instant: Sendable {
         }
         messages.append(CastMessage(sourceID: configuration.senderID, destinationID: destination,
                                     namespace: namespace, payload: payload(id)))
-        session.pending[id] = now.advanced(by: timeout ?? configuration.requestTimeout)
+        session.pending[id] = Pending(deadline: now.advanced(by: timeout ?? configuration.requestTimeout),
+                                      namespace: namespace, endpoint: destination)
         state = .open(session, attempt: attempt)
         return (id, [.write(messages), .scheduleTimer(nextDeadline(session))])
     }
@@ -441,7 +457,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         var deadline = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
         let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
         if dead < deadline { deadline = dead }
-        if let earliest = session.pending.values.min(), earliest < deadline { deadline = earliest }
+        if let earliest = session.pending.values.map(\.deadline).min(), earliest < deadline { deadline = earliest }
         return deadline
     }
 

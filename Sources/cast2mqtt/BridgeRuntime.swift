@@ -70,7 +70,7 @@ final class BridgeRuntime: Service, Sendable {
                 let bridgeInput: BridgeInput
                 switch next {
                 case .discovery(let event):
-                    guard let translated = await fleet.apply(event) else { continue }
+                    guard let translated = fleet.apply(event) else { continue }
                     bridgeInput = translated
                 case .bridge(let value):
                     bridgeInput = value
@@ -86,7 +86,7 @@ final class BridgeRuntime: Service, Sendable {
         logger.info("shutting down")
         for task in forwarders { task.cancel() }
         discovery.stop()
-        let final = core.shutdown()
+        let final = core.shutdown(now: Date())
         for publication in final.publications where publication.topic != core.lastWill.topic {
             publish(publication, mqtt: mqtt)
         }

@@ -26,10 +26,15 @@ struct Fleet {
     func client(_ id: DeviceID) -> CastDeviceClient? { clients[id]?.client }
 
     /// Applies a discovery event to the clients and returns what the bridge should hear.
-    mutating func apply(_ event: DiscoveryEvent) async -> BridgeInput? {
+    mutating func apply(_ event: DiscoveryEvent) -> BridgeInput? {
         switch event {
         case .added(let record):
-            if clients[record.id] == nil { startClient(record) }
+            if let existing = clients[record.id] {
+                // Announced again (after vanishing from mDNS): reconnect at once if it is down.
+                existing.client.update(address: CastDeviceAddress(host: record.host, port: record.port))
+                return .deviceUpdated(Adapt.descriptor(record))
+            }
+            startClient(record)
             return .deviceDiscovered(Adapt.descriptor(record))
         case .updated(let record):
             if let existing = clients[record.id] {
@@ -39,11 +44,15 @@ struct Fleet {
             }
             return .deviceUpdated(Adapt.descriptor(record))
         case .removed(let id):
-            if let existing = clients.removeValue(forKey: id) {
-                await existing.client.shutdown()
-                existing.forwarder.cancel()
+            // The device is no longer announced over mDNS: switched off at the wall, multicast
+            // lost on Wi-Fi, or an avahi restart. That is not a removal: the client keeps its
+            // connection (or finds it dead by its heartbeat and retries with backoff), the bridge
+            // keeps the device, its last state and its Home Assistant entities, and reports it
+            // `offline` through the usual path; an announcement later reconnects it at once.
+            if clients[id] != nil {
+                logger.info("device no longer announced over mDNS; keeping it", metadata: ["cast.device": "\(id)"])
             }
-            return .deviceRemoved(id)
+            return nil
         }
     }
 

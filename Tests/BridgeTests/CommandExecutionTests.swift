@@ -196,15 +196,29 @@ import Testing
         #expect(BridgeError.from(requestFailure: .connectionLost).code == .deviceOffline)
     }
 
+    @Test func launchThenLoadGetsADeadlinePerStep() throws {
+        var h = Harness { $0.cast.requestTimeout = 10 }
+        h.online(status: receiver(app: nil))
+        let out = h.publish("cast2mqtt/living_room_tv/command/load", "http://192.0.2.5/a.mp3")
+        #expect(out.operations.count == 1)
+        // A slow launch (up to 10 s) and a slow load (up to 10 s) still get their answer.
+        h.now = t0.addingTimeInterval(15)
+        #expect(h.feed(.tick).on(responseTopic).isEmpty)
+        h.now = t0.addingTimeInterval(21.5)
+        #expect(h.feed(.tick).json(responseTopic)?["error"]?["code"] == .string("timeout"))
+    }
+
     @Test func timeoutResponse() throws {
         var h = Harness { $0.cast.requestTimeout = 10 }
         h.online()
         let out = h.publish("cast2mqtt/living_room_tv/command/play", #"{"id": 5}"#)
         let op = try #require(out.operations.first)
         #expect(op.timeout == .seconds(10))
-        h.now = t0.addingTimeInterval(9)
-        #expect(h.feed(.tick).on(responseTopic).isEmpty)
         h.now = t0.addingTimeInterval(10.5)
+        // The I/O side times out each Cast request at 10 s; the bridge waits a second longer so
+        // that the device-side answer (or the I/O side's own timeout) comes first.
+        #expect(h.feed(.tick).on(responseTopic).isEmpty)
+        h.now = t0.addingTimeInterval(11.5)
         let timedOut = h.feed(.tick)
         #expect(timedOut.json(responseTopic)?["error"]?["code"] == .string("timeout"))
         #expect(timedOut.json(responseTopic)?["id"] == .number(5))

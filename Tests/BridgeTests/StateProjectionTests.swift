@@ -292,6 +292,19 @@ import Testing
         #expect(out.publications.last == Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
     }
 
+    @Test func shutdownAnswersCommandsStillWaiting() {
+        var h = Harness()
+        h.online()
+        let out = h.publish("cast2mqtt/living_room_tv/command/pause", #"{"id": "x"}"#)
+        #expect(out.operations.count == 1)
+        let final = h.core.shutdown(now: h.now)
+        let response = final.json("cast2mqtt/living_room_tv/response")
+        #expect(response?["id"] == .string("x"))
+        #expect(response?["error"]?["code"] == .string("internal"))
+        #expect(final.operations.isEmpty)
+        #expect(final.publications.last == Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
+    }
+
     @Test func firstMQTTConnectPublishesBridgeState() {
         var h = Harness()
         let out = h.feed(.mqttConnected)

@@ -1,3 +1,4 @@
+import Glibc
 import CastClient
 import CastProtocol
 import CastSimulator
@@ -117,6 +118,29 @@ struct RecoveryTests {
         await other.shutdown()
     }
 
+    @Test func stalledTLSHandshakeIsAbandonedAndRetried() async throws {
+        // Something accepts TCP (the kernel's backlog) but never answers the TLS ClientHello.
+        let blackHole = try ListeningSocket()
+        defer { blackHole.close() }
+        var config = CastConnectionConfiguration.fast
+        config.connectTimeout = .milliseconds(400)
+        let simulator = CastSimulator(group: Harness.group)
+        let device = try await simulator.addDevice(SimulatedDeviceConfiguration(name: "Behind", launchLatency: .milliseconds(30)))
+        var logger = Logger(label: "test.stall")
+        logger.logLevel = .warning
+        let client = try CastDeviceClient(address: CastDeviceAddress(host: "127.0.0.1", port: blackHole.port),
+                                          configuration: config, eventLoop: Harness.group.next(), logger: logger)
+        let log = EventLog(client.events)
+        client.start()
+        try await Task.sleep(for: .milliseconds(100))
+        // The device "moves" while the first handshake hangs: only a handshake deadline gets the
+        // client out of the stalled attempt and on to the new address.
+        client.update(address: CastDeviceAddress(host: "127.0.0.1", port: device.port))
+        #expect(await log.wait(timeout: .seconds(5)) { $0.isConnected })
+        await client.shutdown()
+        await simulator.shutdown()
+    }
+
     @Test func addressChangeReconnectsToTheNewAddress() async throws {
         let h = try await Harness()
         defer { Task { await h.close() } }
@@ -153,3 +177,30 @@ extension Harness {
 }
 
 import Logging
+
+/// A TCP socket on 127.0.0.1 that listens and never accepts.
+final class ListeningSocket: Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw CastError(.notConnected, "cannot listen") }
+        var out = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &out) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        self.fd = fd
+        self.port = Int(UInt16(bigEndian: out.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}

@@ -119,6 +119,22 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         #expect(machine.pendingRequestIDs == [a.id])
     }
 
+    @Test func replyMustComeFromTheRequestsEndpointAndNamespace() throws {
+        var machine = openMachine()
+        let r = try machine.sendRequest(namespace: CastNamespace.media, destination: "app-1", now: at(1)) {
+            .string(MediaRequest.getStatus(mediaSessionId: nil).json(requestId: $0))
+        }
+        // Same requestId, but the app's own namespace: not the answer.
+        let appOwn = fromDevice("urn:x-cast:com.example", #"{"type":"X","requestId":\#(r.id)}"#, source: "app-1")
+        #expect(!machine.messageReceived(appOwn, now: at(1.1)).contains { if case .completeRequest = $0 { true } else { false } })
+        // Same id and namespace from another endpoint: not the answer either.
+        let other = fromDevice(CastNamespace.media, #"{"type":"MEDIA_STATUS","requestId":\#(r.id),"status":[]}"#, source: "app-2")
+        #expect(!machine.messageReceived(other, now: at(1.2)).contains { if case .completeRequest = $0 { true } else { false } })
+        #expect(machine.pendingRequestIDs == [r.id])
+        let reply = fromDevice(CastNamespace.media, #"{"type":"MEDIA_STATUS","requestId":\#(r.id),"status":[]}"#, source: "app-1")
+        #expect(machine.messageReceived(reply, now: at(1.3)).contains(.completeRequest(id: r.id, message: reply)))
+    }
+
     @Test func launchStatusDoesNotCompleteLaunch() throws {
         var machine = openMachine()
         let r = try machine.sendRequest(namespace: CastNamespace.receiver, destination: "receiver-0", now: at(1)) {

@@ -29,15 +29,20 @@ struct EndToEndMDNSTests {
             let reply1 = try await h.command(slug, "volume", "25")
             #expect(reply1.status == "ok")
 
-            // The announcement goes away with the simulator: the device is removed.
+            // The device goes away, announcement and all (unplugged): it goes offline but is
+            // not removed, keeps its Home Assistant entities, and comes back when announced again.
             sim.stop()
-            let removed = await waitUntil(timeout: .seconds(30)) {
-                h.observer.messages(on: "cast2mqtt/bridge/event").contains {
-                    let text = String(decoding: $0.payload, as: UTF8.self)
-                    return text.contains("device_removed") && text.contains(slug)
-                }
-            }
-            #expect(removed, "no device_removed; bridge:\n\(h.log.suffix(3000))")
+            #expect(await h.observer.wait(h.topic(slug, "availability"), timeout: .seconds(20)) { $0 == "offline" } != nil)
+            try await Task.sleep(for: .seconds(2))
+            #expect(!h.observer.messages(on: "cast2mqtt/bridge/event").contains {
+                String(decoding: $0.payload, as: UTF8.self).contains("device_removed")
+            })
+            #expect(!h.observer.messages.contains { $0.topic.hasPrefix("homeassistant/") && $0.payload.isEmpty })
+            let again = try ManagedProcess(try builtExecutable("cast-sim"), ["--mdns", "--device", "\(name):\(port)"],
+                                           logName: "cast-sim-mdns-again")
+            defer { again.stop() }
+            let back = await h.observer.wait(h.topic(slug, "availability"), timeout: .seconds(30)) { $0 == "online" }
+            #expect(back != nil, "not back online; bridge:\n\(h.log.suffix(3000))")
         }
     }
 }
