@@ -45,24 +45,6 @@ public struct DeviceDescriptor: Sendable, Hashable {
     }
 }
 
-extension DeviceDescriptor {
-    /// A stable 32-hex-digit id for a static device that reports no Cast UUID: FNV-1a (two 64-bit
-    /// lanes) of `host:port`, so the same entry keeps the same id and topic name across restarts.
-    public static func staticID(host: String, port: Int) -> DeviceID {
-        let bytes = Array("\(host.lowercased()):\(port)".utf8)
-        func fnv(_ seed: UInt64) -> UInt64 {
-            var h = seed
-            for b in bytes { h ^= UInt64(b); h = h &* 0x100_0000_01b3 }
-            return h
-        }
-        func hex(_ v: UInt64) -> String {
-            let s = String(v, radix: 16)
-            return String(repeating: "0", count: 16 - s.count) + s
-        }
-        return hex(fnv(0xcbf2_9ce4_8422_2325)) + hex(fnv(0x84222325_cbf29ce4))
-    }
-}
-
 /// Identifies one `CastOperation` so that its completion can be matched. Unique per bridge run.
 public struct OperationToken: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var rawValue: UInt64

@@ -200,12 +200,6 @@ import Testing
         }
     }
 
-    @Test func staticIDsAreStable() {
-        let a = DeviceDescriptor.staticID(host: "192.0.2.10", port: 8009)
-        #expect(a.count == 32)
-        #expect(a == DeviceDescriptor.staticID(host: "192.0.2.10", port: 8009))
-        #expect(a != DeviceDescriptor.staticID(host: "192.0.2.10", port: 8010))
-    }
 
     @Test func excludedDevicesAreIgnored() {
         var h = Harness { $0.discovery.exclude = ["Living Room TV"] }
