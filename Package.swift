@@ -189,6 +189,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The daemon's own glue: error mapping, adapters.
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["cast2mqtt", "Bridge", "CastClient", "CastProtocol", "Discovery"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "BridgeTests",
             dependencies: ["Bridge", "CastProtocol"],

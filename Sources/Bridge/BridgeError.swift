@@ -33,41 +33,4 @@ public struct BridgeError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(code.rawValue): \(message)" }
 
     static func invalid(_ message: String) -> BridgeError { BridgeError(.invalidPayload, message) }
-
-    /// The one mapping from a media-namespace error reply to a contract error.
-    public static func from(mediaError e: MediaError) -> BridgeError {
-        let reason = e.reason.map { " (reason \($0))" } ?? ""
-        let detail = e.detailedErrorCode.map { ", detailed error \($0)" } ?? ""
-        switch e.type {
-        case "LOAD_FAILED": return BridgeError(.loadFailed, "the receiver could not load the media\(reason)\(detail)")
-        case "LOAD_CANCELLED": return BridgeError(.loadCancelled, "the load was superseded by another one\(reason)")
-        case "INVALID_PLAYER_STATE":
-            return BridgeError(.invalidPlayerState, "the command is not valid in the player's current state\(reason)")
-        case "INVALID_REQUEST":
-            return BridgeError(.invalidRequest, "the receiver rejected the request\(reason)")
-        default: return BridgeError(.internal, "the receiver reported an error \(e.type)\(reason)\(detail)")
-        }
-    }
-
-    /// LAUNCH_ERROR from the receiver namespace.
-    public static func launchError(reason: String?, extendedError: String? = nil) -> BridgeError {
-        var text = "the device could not launch the app"
-        if let reason { text += " (reason \(reason))" }
-        if let extendedError { text += " (\(extendedError))" }
-        return BridgeError(.launchError, text)
-    }
-
-    /// INVALID_REQUEST from the receiver namespace.
-    public static func invalidRequest(reason: String?) -> BridgeError {
-        BridgeError(.invalidRequest, "the receiver rejected the request" + (reason.map { " (reason \($0))" } ?? ""))
-    }
-
-    /// A request that got no answer or lost its connection.
-    public static func from(requestFailure f: CastRequestFailure) -> BridgeError {
-        switch f {
-        case .timeout: return BridgeError(.timeout, "the device did not answer in time")
-        case .notConnected, .connectionLost: return BridgeError(.deviceOffline, f.description)
-        case .shuttingDown: return BridgeError(.internal, "the bridge is shutting down")
-        }
-    }
 }

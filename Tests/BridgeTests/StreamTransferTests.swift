@@ -84,7 +84,7 @@ import Testing
         var h = twoDevices()
         let read = try #require(h.publish("cast2mqtt/living_room_tv/command/transfer", "kitchen_speaker").operations.first)
         let load = try #require(h.complete(read, .mediaStatus([playing()])).operations.first)
-        let failed = h.feed(.operationCompleted(load.token, .failure(.from(mediaError: MediaError(type: "LOAD_FAILED", requestId: 2)))))
+        let failed = h.feed(.operationCompleted(load.token, .failure(BridgeError(.loadFailed, "the receiver could not load the media"))))
         #expect(failed.operations.isEmpty, "the source is not stopped")
         #expect(failed.json("cast2mqtt/living_room_tv/response")?["error"]?["code"] == .string("load_failed"))
     }

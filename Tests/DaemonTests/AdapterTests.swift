@@ -1,0 +1,91 @@
+import Bridge
+import CastClient
+import CastProtocol
+import Discovery
+import Testing
+
+@testable import cast2mqtt
+
+/// The daemon's glue: the one mapping from Cast client errors to the contract's error codes,
+/// and the translations between the layers.
+@Suite struct AdapterTests {
+    @Test(arguments: [
+        (CastError.Code.loadFailed, "load_failed"), (.loadCancelled, "load_cancelled"), (.launchError, "launch_error"),
+        (.invalidRequest, "invalid_request"), (.invalidPlayerState, "invalid_player_state"), (.timeout, "timeout"),
+        (.notConnected, "device_offline"), (.connectionLost, "device_offline"), (.noApp, "no_app"),
+        (.noMediaSession, "no_media_session"), (.payloadTooLarge, "payload_too_large"), (.mediaError, "internal"),
+        (.unexpectedReply, "internal"), (.shuttingDown, "internal"),
+    ])
+    func castErrorsMapToContractCodes(_ code: CastError.Code, _ expected: String) {
+        let mapped = Adapt.bridgeError(CastError(code, "what happened", reason: "SOME_REASON"))
+        #expect(mapped.code.rawValue == expected)
+        #expect(mapped.message.contains("what happened"))
+    }
+
+    @Test func deviceReasonIsKeptInTheMessage() {
+        let mapped = Adapt.bridgeError(CastError(.invalidRequest, "the receiver rejected the request", reason: "INVALID_MEDIA_SESSION_ID"))
+        #expect(mapped.message.contains("INVALID_MEDIA_SESSION_ID"))
+    }
+
+    @Test func otherErrorsAreInternal() {
+        struct Odd: Error {}
+        #expect(Adapt.bridgeError(Odd()).code == .internal)
+    }
+
+    @Test func clientEventsBecomeBridgeInputs() {
+        let app = ReceiverApplication(appId: "CC1AD845", sessionId: "s", transportId: "t")
+        guard case .castConnected("d")? = Fleet.translate(.connected(fingerprint: nil), device: "d") else {
+            Issue.record("connected")
+            return
+        }
+        guard case .castDisconnected("d", let reason)? = Fleet.translate(.disconnected(.heartbeatTimeout), device: "d") else {
+            Issue.record("disconnected")
+            return
+        }
+        #expect(reason == "heartbeat timeout")
+        guard case .appSessionEnded("d", "t")? = Fleet.translate(.appSessionEnded(app), device: "d") else {
+            Issue.record("session ended")
+            return
+        }
+        #expect(Fleet.translate(.appSessionStarted(app), device: "d") == nil)
+    }
+
+    @Test func discoveryRecordBecomesDescriptor() {
+        let record = CastDeviceRecord(id: "0123456789abcdef0123456789abcdef", friendlyName: "Kitchen", model: "Google Home",
+                                      host: "192.0.2.7", port: 8009, capabilities: [.audioOut, .masterVolume],
+                                      castType: .audio, source: .mdns)
+        let d = Adapt.descriptor(record)
+        #expect(d.id == record.id)
+        #expect(d.castType == .audio)
+        #expect(d.source == .mdns)
+        #expect(d.capabilities.contains("audio_out"))
+    }
+
+    @Test func configurationReachesEveryLayer() {
+        var c = BridgeConfiguration()
+        c.cast.heartbeatInterval = 2
+        c.cast.heartbeatTimeout = 7
+        c.cast.reconnectInitial = 0.25
+        c.cast.reconnectMax = 30
+        c.mqtt.protocolVersion = "3.1.1"
+        c.discovery.devices = [.init(host: "192.0.2.9", port: 8009, name: "TV")]
+        let cast = Adapt.castConfiguration(c)
+        #expect(cast.heartbeatInterval == .seconds(2))
+        #expect(cast.heartbeatTimeout == .seconds(7))
+        #expect(cast.backoff.initial == .milliseconds(250))
+        #expect(cast.backoff.maximum == .seconds(30))
+        let mqtt = Adapt.mqttConfiguration(c, will: Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
+        #expect(mqtt.protocolVersion == .v311)
+        #expect(mqtt.cleanStart == false)
+        #expect(mqtt.will?.retain == true)
+        #expect(Adapt.discoveryConfiguration(c).staticDevices.first?.host == "192.0.2.9")
+    }
+
+    @Test func deviceTable() {
+        let record = CastDeviceRecord(id: "0123456789abcdef0123456789abcdef", friendlyName: "Kitchen", host: "192.0.2.7")
+        let table = DeviceTable.render([record])
+        #expect(table.split(separator: "\n").count == 2)
+        #expect(table.contains("Kitchen"))
+        #expect(DeviceTable.render([]) == "no devices found")
+    }
+}
