@@ -28,7 +28,7 @@ struct Framing: AsyncParsableCommand {
         var values: [String: String] = [:]
         for r in results {
             print("  \(Format.pad(r.name, 26)) \(Format.pad(Format.count(r.perSecond) + " msg/s", 14)) \(Format.fixed(r.perMessage, 0)) ns/msg  (n=\(r.messages))")
-            values[r.name.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "+", with: "_") + "_ns"] = Format.fixed(r.perMessage, 0)
+            if let key = r.key { values[key + "_ns"] = Format.fixed(r.perMessage, 0) }
         }
         printResult("framing", values)
     }
@@ -42,34 +42,37 @@ struct BridgeCoreCommand: AsyncParsableCommand {
     @Option(help: "Devices discovered, connected and playing.") var devices: Int = 1000
     @Option(help: "Steady-state inputs after the setup.") var inputs: Int = 200_000
     @Option(help: "Upper bound of the steady-state phase in seconds.") var maxSeconds: Double = 30
+    @Option(help: "Devices that disconnect and come back after the steady state.") var storm: Int = 100
 
     func run() async throws {
         print(Measure.machineLine())
         let n = max(1, min(devices, 100_000))
-        let r = try BridgeCoreBench.run(devices: n, inputs: max(1, min(inputs, 10_000_000)), maxSeconds: min(maxSeconds, 300))
+        let r = try BridgeCoreBench.run(devices: n, inputs: max(1, min(inputs, 10_000_000)), maxSeconds: min(maxSeconds, 300), storm: max(0, min(storm, n)))
         print("bridge-core: \(n) devices; setup (4 inputs per device) \(Format.fixed(Double(r.setupNanos) / 1e6)) ms; "
               + "steady state \(r.steadyInputs) inputs in \(Format.fixed(Double(r.steadyNanos) / 1e9, 2)) s = "
               + "\(Format.count(Double(r.steadyInputs) / (Double(r.steadyNanos) / 1e9))) inputs/s (including the benchmark's own input building)")
-        print("  \(Format.pad("input", 26)) \(Format.pad("n", 8)) \(Format.pad("mean us", 9)) \(Format.pad("p50 us", 9)) \(Format.pad("p99 us", 9)) \(Format.pad("max us", 9)) publications/input")
+        print("  \(Format.pad("input", 30)) \(Format.pad("n", 8)) \(Format.pad("mean us", 9)) \(Format.pad("p50 us", 9)) \(Format.pad("p99 us", 9)) \(Format.pad("max us", 9)) publications/input")
         var all = Samples()
         var steady = Samples()
         let steadyKinds: Set<BridgeCoreBench.Kind> = [.mediaPosition, .mediaState, .receiverVolume, .command, .completion, .tick]
-        var values: [String: String] = ["devices": "\(n)"]
+        var values: [String: String] = ["devices": "\(n)", "setup_s": Format.fixed(Double(r.setupNanos) / 1e9, 1)]
+        let resultKeys: [BridgeCoreBench.Kind: String] = [
+            .discovered: "discovered", .mediaPosition: "media_status", .receiverVolume: "receiver_status",
+            .command: "command", .completion: "completion", .stormDisconnected: "storm_disconnected",
+            .stormReceiver: "storm_online",
+        ]
         for kind in BridgeCoreBench.Kind.allCases {
             guard var s = r.stats[kind], s.samples.count > 0 else { continue }
             for v in s.samples.values { all.add(v); if steadyKinds.contains(kind) { steady.add(v) } }
-            print("  \(Format.pad(kind.rawValue, 26)) \(Format.pad("\(s.samples.count)", 8)) \(Format.pad(Format.micros(UInt64(s.samples.mean)), 9)) "
+            print("  \(Format.pad(kind.rawValue, 30)) \(Format.pad("\(s.samples.count)", 8)) \(Format.pad(Format.micros(UInt64(s.samples.mean)), 9)) "
                   + "\(Format.pad(Format.micros(s.samples.percentile(50)), 9)) \(Format.pad(Format.micros(s.samples.percentile(99)), 9)) "
                   + "\(Format.pad(Format.micros(s.samples.percentile(100)), 9)) \(Format.fixed(Double(s.publications) / Double(s.samples.count), 2))")
-            let key = kind.rawValue.filter { $0.isLetter || $0.isNumber }
-            values["\(key)_p50_us"] = Format.micros(s.samples.percentile(50))
-            values["\(key)_p99_us"] = Format.micros(s.samples.percentile(99))
+            if let key = resultKeys[kind] { values["\(key)_p50_us"] = Format.micros(s.samples.percentile(50)) }
         }
-        print("  \(Format.pad("steady-state mix", 26)) \(Format.pad("\(steady.count)", 8)) \(Format.pad(Format.micros(UInt64(steady.mean)), 9)) "
+        print("  \(Format.pad("steady-state mix", 30)) \(Format.pad("\(steady.count)", 8)) \(Format.pad(Format.micros(UInt64(steady.mean)), 9)) "
               + "\(Format.pad(Format.micros(steady.percentile(50)), 9)) \(Format.pad(Format.micros(steady.percentile(99)), 9)) \(Format.micros(steady.percentile(100)))")
         values["steady_p50_us"] = Format.micros(steady.percentile(50))
         values["steady_p99_us"] = Format.micros(steady.percentile(99))
-        values["steady_mean_us"] = Format.micros(UInt64(steady.mean))
         values["inputs_per_s"] = Format.fixed(Double(r.steadyInputs) / (Double(r.steadyNanos) / 1e9), 0)
         printResult("bridge-core", values)
     }

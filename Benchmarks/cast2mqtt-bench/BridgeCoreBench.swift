@@ -9,12 +9,16 @@ import Foundation
 /// clock advancing 1 ms per input and a `.tick` every simulated second:
 /// 40 % media status with a new position, 10 % play/pause change, 20 % receiver volume change,
 /// 15 % `command/volume` messages from MQTT and their 15 % operation completions.
+/// Then a reconnect storm: `storm` devices lose their connection and come back (as after a
+/// Wi-Fi outage): castDisconnected for each, then castConnected and the first receiver status.
 enum BridgeCoreBench {
     enum Kind: String, CaseIterable {
         case discovered = "deviceDiscovered", connected = "castConnected", firstReceiver = "receiverStatus (first)",
              firstMedia = "mediaStatus (first)", mediaPosition = "mediaStatus (position)",
              mediaState = "mediaStatus (play/pause)", receiverVolume = "receiverStatus (volume)",
-             command = "mqtt command/volume", completion = "operationCompleted", tick = "tick"
+             command = "mqtt command/volume", completion = "operationCompleted", tick = "tick",
+             stormDisconnected = "castDisconnected (storm)", stormReconnected = "castConnected (storm)",
+             stormReceiver = "receiverStatus (back online)"
     }
 
     struct Stats {
@@ -54,7 +58,7 @@ enum BridgeCoreBench {
         return "b3nc" + String(repeating: "0", count: 28 - hex.count) + hex
     }
 
-    static func run(devices n: Int, inputs: Int, maxSeconds: Double) throws -> (stats: [Kind: Stats], steadyInputs: Int, steadyNanos: UInt64, setupNanos: UInt64) {
+    static func run(devices n: Int, inputs: Int, maxSeconds: Double, storm: Int) throws -> (stats: [Kind: Stats], steadyInputs: Int, steadyNanos: UInt64, setupNanos: UInt64) {
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
         var core = BridgeCore(configuration: BridgeConfiguration(), startedAt: t0)
         var now = t0
@@ -65,12 +69,11 @@ enum BridgeCoreBench {
             let start = Measure.nanos()
             let out = core.handle(input, now: now)
             let elapsed = Measure.nanos() - start
-            var s = stats[kind] ?? Stats()
-            s.samples.add(elapsed)
-            s.publications += out.publications.count
-            s.bytes += out.publications.reduce(0) { $0 + $1.payload.count + $1.topic.utf8.count }
-            s.operations += out.operations.count
-            stats[kind] = s
+            // Modified in place: a copy out of the dictionary would copy the sample array every time.
+            stats[kind, default: Stats()].samples.add(elapsed)
+            stats[kind, default: Stats()].publications += out.publications.count
+            stats[kind, default: Stats()].bytes += out.publications.reduce(0) { $0 + $1.payload.count + $1.topic.utf8.count }
+            stats[kind, default: Stats()].operations += out.operations.count
             return out
         }
 
@@ -136,6 +139,18 @@ enum BridgeCoreBench {
             done += 1
         }
         let steadyNanos = Measure.nanos() - steadyStart
+
+        // Reconnect storm.
+        let stormDevices = Array(0..<min(storm, n))
+        for d in stormDevices {
+            now = now.addingTimeInterval(0.001)
+            _ = feed(.stormDisconnected, .castDisconnected(deviceID(d), reason: "no answer for 15 s"))
+        }
+        for d in stormDevices {
+            now = now.addingTimeInterval(0.001)
+            _ = feed(.stormReconnected, .castConnected(deviceID(d)))
+            _ = feed(.stormReceiver, .receiverStatus(deviceID(d), receiver(level: 0.5)))
+        }
         guard (stats[.command]?.operations ?? 0) > 0 else {
             throw BenchError("command/volume produced no Cast operation: the topic names are wrong")
         }

@@ -59,6 +59,17 @@ enum FramingBench {
 
     struct Result {
         var name: String
+        /// Name in the RESULT line (nil: detail only).
+        var key: String? {
+            switch name {
+            case "media-status encode": return "media_status_encode"
+            case "media-status decode": return "media_status_decode"
+            case "ping encode+decode": return "ping_encode_decode"
+            case "media-status JSON parse": return "media_status_json"
+            case "receiver-status JSON parse": return "receiver_status_json"
+            default: return nil
+            }
+        }
         var messages: Int
         var nanos: UInt64
         var perMessage: Double { Double(nanos) / Double(max(messages, 1)) }
