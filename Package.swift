@@ -128,6 +128,20 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Benchmarks (numbers only, never a pass/fail on time): scripts/bench, docs/performance.md.
+        .executableTarget(
+            name: "cast2mqtt-bench",
+            dependencies: [
+                "CastProtocol", "CastClient", "CastSimulator", "Bridge",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/cast2mqtt-bench",
+            swiftSettings: strict
+        ),
+
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
             name: "TestSupport",
