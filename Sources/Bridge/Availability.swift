@@ -19,7 +19,7 @@ extension BridgeCore {
             publishRetained(topics.info(existing.topic), MediaProjection.infoDocument(d, topic: existing.topic), &out)
             publishBridgeEvent(["type": .string("device_updated"), "id": .string(d.id), "name": .string(d.friendlyName),
                                 "topic": .string(existing.topic)], now: now, &out)
-            publishBridgeDevices(&out)
+            bridgeTopicsChanged(now: now, &out)
             if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
             return
         }
@@ -29,8 +29,7 @@ extension BridgeCore {
         publishDevice(d.id, now: now, &out)
         publishBridgeEvent(["type": .string("device_added"), "id": .string(d.id), "name": .string(d.friendlyName),
                             "topic": .string(topic)], now: now, &out)
-        publishBridgeInfo(&out)
-        publishBridgeDevices(&out)
+        bridgeTopicsChanged(now: now, &out)
         if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
     }
 
@@ -47,8 +46,7 @@ extension BridgeCore {
         }
         publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
                             "topic": .string(device.topic)], now: now, &out)
-        publishBridgeInfo(&out)
-        publishBridgeDevices(&out)
+        bridgeTopicsChanged(now: now, &out)
     }
 
     mutating func castConnected(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
@@ -72,8 +70,7 @@ extension BridgeCore {
         if wasOnline {
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)
-            publishBridgeInfo(&out)
-            publishBridgeDevices(&out)
+            bridgeTopicsChanged(now: now, &out)
         }
     }
 
@@ -91,8 +88,7 @@ extension BridgeCore {
         }
         devices[id]?.everOnline = true
         devices[id]?.offlineSince = nil
-        publishBridgeInfo(&out)
-        publishBridgeDevices(&out)
+        bridgeTopicsChanged(now: now, &out)
     }
 
     mutating func publishAvailability(_ id: DeviceID, _ out: inout BridgeOutput) {

@@ -45,6 +45,11 @@ public struct BridgeCore: Sendable {
     /// the full payload (for republishing after a broker reconnect).
     var retained: [String: (content: [UInt8], payload: [UInt8])] = [:]
     var mqttConnects = 0
+    /// `bridge/info` and `bridge/devices` are O(devices) to build and to send: a storm of device
+    /// events (a thousand devices coming back after a Wi-Fi outage) publishes them at most once a
+    /// second, the rest on the next tick.
+    var bridgeTopicsDirty = false
+    var lastBridgeTopicsPublish: Date?
     var transferCandidates: [TransferCandidate] = []
     var announcements: [DeviceID: AnnounceJob] = [:]
     var restoredSessions: [DeviceID: SessionSnapshot.Entry] = [:]
@@ -205,6 +210,7 @@ public struct BridgeCore: Sendable {
             continueAfter(op, .failure(BridgeError(.timeout, "the device did not answer within \(formatSeconds(configuration.cast.requestTimeout)) s")),
                           now: now, &out)
         }
+        if bridgeTopicsDirty { bridgeTopicsChanged(now: now, &out) }
         expireTransferCandidates(now: now)
         announceTick(now: now, &out)
         republishPositions(now: now, &out)
@@ -248,6 +254,8 @@ public struct BridgeCore: Sendable {
         mqttConnects += 1
         retained[topics.bridgeState] = (Array("online".utf8), Array("online".utf8))
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
+        bridgeTopicsDirty = false
+        lastBridgeTopicsPublish = now
         publishBridgeInfo(&out)
         publishBridgeDevices(&out)
         for id in devices.keys.sorted() { publishDevice(id, now: now, &out) }

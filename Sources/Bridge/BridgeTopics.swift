@@ -27,6 +27,19 @@ extension BridgeCore {
         publishRetained(topics.bridgeDevices, devicesDocument(), &out)
     }
 
+    /// The device list or counts changed: publish `bridge/info` and `bridge/devices` now, or, when
+    /// they went out less than a second ago, on the next tick.
+    mutating func bridgeTopicsChanged(now: Date, _ out: inout BridgeOutput) {
+        if let last = lastBridgeTopicsPublish, now.timeIntervalSince(last) < 1, now >= last {
+            bridgeTopicsDirty = true
+            return
+        }
+        bridgeTopicsDirty = false
+        lastBridgeTopicsPublish = now
+        publishBridgeInfo(&out)
+        publishBridgeDevices(&out)
+    }
+
     mutating func bridgeRequest(_ request: BridgeRequest, _ ctx: CommandContext, now: Date, _ out: inout BridgeOutput) {
         switch request {
         case .devices:

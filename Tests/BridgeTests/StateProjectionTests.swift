@@ -201,6 +201,8 @@ import Testing
         #expect(out.json(mediaTopic)?["position_updated_at"] == .string(iso8601(h.now)))
         var off = Harness()
         off.online()
+        off.now = t0.addingTimeInterval(99)
+        _ = off.feed(.tick)  // bridge/info and bridge/devices held back while the device came up
         off.now = t0.addingTimeInterval(100)
         #expect(off.feed(.tick).publications.isEmpty)
     }
@@ -252,6 +254,7 @@ import Testing
                                                                                            "online": .number(0), "mqtt_reconnects": .number(1)]))
         let list = h.publish("cast2mqtt/bridge/request/devices", "")
         #expect(list.json("cast2mqtt/bridge/response/devices")?["data"]?.arrayValue?.count == 1)
+        h.now = h.now.addingTimeInterval(2)
         let removed = h.feed(.deviceRemoved(tvID))
         #expect(removed.events("cast2mqtt/bridge/event") == ["device_removed"])
         #expect(removed.on("cast2mqtt/living_room_tv/info").first?.payload == [])
@@ -290,6 +293,25 @@ import Testing
         let out = h.core.shutdown()
         #expect(out.texts("cast2mqtt/living_room_tv/availability") == ["offline"])
         #expect(out.publications.last == Publication(topic: "cast2mqtt/bridge/state", text: "offline", retain: true))
+    }
+
+    @Test func bridgeDeviceListIsPublishedAtMostOnceASecond() {
+        var h = Harness()
+        // Three devices found within the same second: the first one goes out at once, the other
+        // two with the next tick, in one publication.
+        var first = h.feed(.deviceDiscovered(tvDescriptor()))
+        #expect(first.json("cast2mqtt/bridge/devices")?.arrayValue?.count == 1)
+        first = h.feed(.deviceDiscovered(speakerDescriptor()))
+        #expect(first.on("cast2mqtt/bridge/devices").isEmpty)
+        #expect(first.events("cast2mqtt/bridge/event") == ["device_added"])
+        h.now = h.now.addingTimeInterval(0.5)
+        #expect(h.feed(.tick).on("cast2mqtt/bridge/devices").isEmpty)
+        h.now = h.now.addingTimeInterval(0.6)
+        let flushed = h.feed(.tick)
+        #expect(flushed.json("cast2mqtt/bridge/devices")?.arrayValue?.count == 2)
+        #expect(flushed.json("cast2mqtt/bridge/info")?["devices"] == .number(2))
+        h.now = h.now.addingTimeInterval(1)
+        #expect(h.feed(.tick).on("cast2mqtt/bridge/devices").isEmpty)
     }
 
     @Test func shutdownAnswersCommandsStillWaiting() {
