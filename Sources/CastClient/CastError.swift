@@ -64,7 +64,11 @@ public struct CastError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The error a device reply stands for, or nil when the reply is a success.
+    static let replyErrorTypes: Set<String> = Set(["LAUNCH_ERROR", "INVALID_REQUEST"]).union(MediaError.types)
+
     static func fromReply(_ message: CastMessage) -> CastError? {
+        // Most replies are statuses: look at the type before parsing the whole payload.
+        guard let type = CastPayloadHeader.parse(message.payload)?.type, replyErrorTypes.contains(type) else { return nil }
         switch message.namespace {
         case CastNamespace.receiver:
             switch try? ReceiverResponse.parse(message.payload) {

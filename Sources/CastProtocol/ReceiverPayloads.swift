@@ -202,28 +202,32 @@ public enum ReceiverResponse: Sendable, Hashable {
     case appAvailability(requestId: Int, availability: [String: String])
     case unknown(type: String?)
 
+    /// The fields of the non-status replies (RECEIVER_STATUS's `status` object is decoded only
+    /// by `StatusWrapper`, once).
     struct Wire: Decodable {
         var type: String?
-        var status: JSONValue?
         var reason: String?
         var extendedError: String?
         var availability: [String: String]?
     }
+    struct LaunchStatusWire: Decodable { var status: String? }
 
     /// Parses a receiver-namespace payload. Throws only when the payload is not a JSON object.
     public static func parse(_ payload: CastPayload) throws -> ReceiverResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the receiver namespace") }
         let header = try CastJSON.decode(CastPayloadHeader.self, from: text)
-        let wire = try CastJSON.decode(Wire.self, from: text)
         let requestId = header.requestId
-        switch header.type {
-        case "RECEIVER_STATUS":
+        if header.type == "RECEIVER_STATUS" {
             let status = (try? CastJSON.decode(StatusWrapper.self, from: text))?.status ?? ReceiverStatus()
             return .status(requestId: requestId ?? 0, status)
+        }
+        let wire = try CastJSON.decode(Wire.self, from: text)
+        switch header.type {
         case "LAUNCH_ERROR":
             return .launchError(requestId: requestId, reason: wire.reason, extendedError: wire.extendedError)
         case "LAUNCH_STATUS":
-            return .launchStatus(requestId: requestId, status: wire.status?.stringValue)
+            let status = (try? CastJSON.decode(LaunchStatusWire.self, from: text))?.status
+            return .launchStatus(requestId: requestId, status: status)
         case "INVALID_REQUEST":
             return .invalidRequest(requestId: requestId, reason: wire.reason)
         case "GET_APP_AVAILABILITY":
