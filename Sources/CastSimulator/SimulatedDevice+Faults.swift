@@ -8,6 +8,12 @@ import NIOSSL
 
 // Fault injection and stream transfer of a simulated device (public API for tests and cast-sim).
 extension SimulatedDevice {
+    /// Refuse (or accept again) CONNECTs to the running app's transport: the device answers
+    /// them with CLOSE from the transport.
+    public func refuseAppConnections(_ refuse: Bool) async {
+        try? await eventLoop.submit { self.refusingAppConnections = refuse }.get()
+    }
+
     // MARK: - Public API: faults
 
     /// Closes every sender connection (TCP close); the device keeps listening.

@@ -81,6 +81,9 @@ public final class SimulatedDevice: @unchecked Sendable {
     var connections: [Int: SenderConnection] = [:]
     var connectionCounter = 0
     var silenced = false
+    /// Fault: CONNECTs to the running app's transport are refused with CLOSE (as a device does
+    /// for a sender it does not allow).
+    var refusingAppConnections = false
     var shutDown = false
     var app: RunningApp?
     var volume: ReceiverVolume
@@ -285,7 +288,8 @@ public final class SimulatedDevice: @unchecked Sendable {
         let endpoint = message.destinationID
         switch parsed {
         case .connect(_, _, _, let versions):
-            guard endpoint == CastEndpoint.receiver || endpoint == app?.transportId else {
+            let allowed = endpoint == CastEndpoint.receiver || (endpoint == app?.transportId && !refusingAppConnections)
+            guard allowed else {
                 // Refusal of a connection to an endpoint that does not exist (Open Screen does this).
                 send(CastMessage(source: endpoint, destination: source, namespace: CastNamespace.connection,
                                  json: ConnectionMessage.close(reasonCode: nil).json()), on: connection)

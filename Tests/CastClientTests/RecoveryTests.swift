@@ -142,6 +142,30 @@ struct RecoveryTests {
         await simulator.shutdown()
     }
 
+    @Test func refusedAppConnectionDoesNotLoop() async throws {
+        let h = try await Harness()
+        defer { Task { await h.close() } }
+        try await h.connect()
+        try await h.playSomething()
+        await h.device.refuseAppConnections(true)
+        await h.log.clear()
+        await h.device.dropConnections()
+        #expect(await h.log.wait { $0.isConnected })
+        // The client joins the running app once, is refused (CLOSE from the transport), asks
+        // the platform what runs, sees the same session, and leaves it alone.
+        #expect(await h.log.wait { if case .appSessionEnded = $0 { true } else { false } })
+        try await Task.sleep(for: .milliseconds(800))
+        let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
+        let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")
+            .filter { $0.destinationID == transport }.count
+        #expect(connects <= 2, "\(connects) CONNECTs to a transport that refuses them")
+        #expect(await h.client.isConnected)
+        // Once the device accepts again and shows another session, the client joins that one.
+        await h.device.refuseAppConnections(false)
+        _ = try await h.client.launch(appId: SimulatedAppID.echo)
+        #expect(await h.log.wait { $0.startedApp == SimulatedAppID.echo })
+    }
+
     @Test func addressChangeReconnectsToTheNewAddress() async throws {
         let h = try await Harness()
         defer { Task { await h.close() } }
