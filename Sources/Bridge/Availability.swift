@@ -88,6 +88,7 @@ extension BridgeCore {
         }
         devices[id]?.everOnline = true
         devices[id]?.offlineSince = nil
+        releaseHeld(device: device.topic, now: now, &out)
         bridgeTopicsChanged(now: now, &out)
     }
 

@@ -49,6 +49,8 @@ public struct BridgeCore: Sendable {
     /// events (a thousand devices coming back after a Wi-Fi outage) publishes them at most once a
     /// second, the rest on the next tick.
     var bridgeTopicsDirty = false
+    /// Device commands held while the bridge starts (StartupHold.swift).
+    var heldCommands: [HeldCommand] = []
     var lastBridgeTopicsPublish: Date?
     var transferCandidates: [TransferCandidate] = []
     var announcements: [DeviceID: AnnounceJob] = [:]
@@ -131,6 +133,11 @@ public struct BridgeCore: Sendable {
                 bridgeRequest(request, ctx, now: now, &out)
             }
         case .deviceCommand(let dev, let name):
+            if holdIfStarting(device: dev, topic: topic, payload: payload, responseTopic: responseTopic,
+                              correlationData: correlationData, now: now) {
+                out.logs.append("holding \(name) for \(dev) until it is online (the bridge is starting)")
+                return
+            }
             var ctx = context(name, default: topics.response(dev))
             let result = parser.parse(name: name, payload: payload)
             switch result {
@@ -211,6 +218,7 @@ public struct BridgeCore: Sendable {
                           now: now, &out)
         }
         if bridgeTopicsDirty { bridgeTopicsChanged(now: now, &out) }
+        releaseHeld(device: nil, now: now, &out)
         expireTransferCandidates(now: now)
         announceTick(now: now, &out)
         republishPositions(now: now, &out)

@@ -131,6 +131,7 @@ import Testing
     @Test func unknownAndOfflineDevices() {
         var h = Harness()
         h.feed(.deviceDiscovered(tvDescriptor()))
+        h.now = t0.addingTimeInterval(BridgeCore.startupHoldSeconds)  // past the startup hold
         let offline = h.publish("cast2mqtt/living_room_tv/command/play", #"{"id": 1}"#)
         #expect(offline.operations.isEmpty)
         #expect(errorCode(offline) == "device_offline")
@@ -141,6 +142,29 @@ import Testing
         #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/volume", "10")) == "device_offline")
         let unknown = h.publish("cast2mqtt/attic/command/play", "")
         #expect(unknown.json("cast2mqtt/attic/response")?["error"]?["code"] == .string("unknown_device"))
+    }
+
+    @Test func commandsArrivingAtStartupWaitForTheirDevice() throws {
+        var h = Harness()
+        // Delivered by the persistent session before discovery found anything.
+        let early = h.publish("cast2mqtt/living_room_tv/command/volume", #"{"id": "q", "percent": 30}"#)
+        #expect(early.publications.isEmpty)
+        #expect(early.operations.isEmpty)
+        let unknown = h.publish("cast2mqtt/attic/command/play", "")
+        #expect(unknown.publications.isEmpty)
+        // The device is found and comes online: the held command runs then.
+        h.now = t0.addingTimeInterval(2)
+        let online = h.online()
+        let volume = try #require(online.operations.first { $0.kind == .setVolume(level: 0.3) })
+        let done = h.complete(volume, .receiverStatus(receiver(level: 0.3)))
+        #expect(done.json(responseTopic)?["id"] == .string("q"))
+        #expect(done.json(responseTopic)?["status"] == .string("ok"))
+        // The window closes: what is still held is answered as usual.
+        h.now = t0.addingTimeInterval(BridgeCore.startupHoldSeconds + 0.5)
+        #expect(h.feed(.tick).json("cast2mqtt/attic/response")?["error"]?["code"] == .string("unknown_device"))
+        // After it, a device that was online and went offline fails at once.
+        h.feed(.castDisconnected(tvID, reason: "test"))
+        #expect(errorCode(h.publish("cast2mqtt/living_room_tv/command/play", "")) == "device_offline")
     }
 
     @Test func completionGivesExactlyOneResponse() throws {

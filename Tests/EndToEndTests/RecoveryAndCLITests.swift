@@ -93,6 +93,32 @@ struct EndToEndRecoveryTests {
         }
     }
 
+    @Test func commandSentWhileTheBridgeWasDownIsCarriedOut() async throws {
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            h.stopDaemon()
+            #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "offline" } != nil)
+            // The broker keeps the bridge's persistent session and queues this QoS 1 command.
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/living_room_tv/command/volume",
+                                             payload: Array(#"{"id": "while-down", "percent": 15}"#.utf8), qos: .atLeastOnce))
+            try await Task.sleep(for: .milliseconds(300))
+            try h.startDaemon()
+            // Delivered before the device is even connected; held until it is online, then done.
+            let answered = await waitUntil(timeout: .seconds(15)) {
+                h.observer.messages(on: "cast2mqtt/living_room_tv/response").contains {
+                    String(decoding: $0.payload, as: UTF8.self).contains("while-down")
+                }
+            }
+            #expect(answered, "no response; log:\n\(h.log.suffix(3000))")
+            let response = h.observer.messages(on: "cast2mqtt/living_room_tv/response").last {
+                String(decoding: $0.payload, as: UTF8.self).contains("while-down")
+            }.flatMap { try? CastJSON.decode(JSONValue.self, from: $0.payload) }
+            #expect(response?.status == "ok", "\(String(describing: response))")
+            let level = h.devices[0].received(namespace: CastNamespace.receiver, type: "SET_VOLUME").last?.json?["volume"]?["level"]?.doubleValue
+            #expect(level.map { abs($0 - 0.15) < 0.001 } == true)
+        }
+    }
+
     @Test func garbageFromTheDeviceIsSurvived() async throws {
         try await withBridge(devices: ["Living Room TV"]) { h in
             try await h.waitOnline(["living_room_tv"])
