@@ -1,0 +1,88 @@
+/// Settings of one device connection.
+public struct CastConnectionConfiguration: Sendable, Hashable {
+    /// How often we PING the device.
+    public var heartbeatInterval: Duration
+    /// The connection is dead when nothing at all arrived for this long.
+    public var heartbeatTimeout: Duration
+    /// Default deadline of a request that expects an answer.
+    public var requestTimeout: Duration
+    /// Deadline of a TCP connect and, separately, of the TLS handshake after it.
+    public var connectTimeout: Duration
+    public var backoff: ReconnectBackoff
+    /// Our endpoint id (`sender-0`, like pychromecast and go-chromecast).
+    public var senderID: String
+    /// The user agent sent in CONNECT.
+    public var userAgent: String
+
+    public init(heartbeatInterval: Duration = .seconds(5), heartbeatTimeout: Duration = .seconds(15),
+                requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
+                backoff: ReconnectBackoff = ReconnectBackoff(),
+                senderID: String = CastEndpoint.sender, userAgent: String = "cast2mqtt") {
+        self.heartbeatInterval = heartbeatInterval
+        self.heartbeatTimeout = heartbeatTimeout
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.backoff = backoff
+        self.senderID = senderID
+        self.userAgent = userAgent
+    }
+}
+
+/// Why a connection ended (or never came up).
+public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
+    /// Nothing arrived within the heartbeat timeout.
+    case heartbeatTimeout
+    /// The peer closed the TCP connection.
+    case closedByPeer
+    /// The device closed the platform virtual connection (CLOSE from `receiver-0`).
+    case closedByDevice
+    /// A frame was oversized, empty or not a Cast message.
+    case protocolError(String)
+    /// A socket or TLS error.
+    case networkError(String)
+    /// Connecting failed (refused, unreachable, TLS handshake).
+    case connectFailed(String)
+    /// We are shutting down.
+    case shutdown
+
+    public var description: String {
+        switch self {
+        case .heartbeatTimeout: return "heartbeat timeout"
+        case .closedByPeer: return "connection closed by the device"
+        case .closedByDevice: return "device closed the platform channel"
+        case .protocolError(let why): return "protocol error: \(why)"
+        case .networkError(let why): return "network error: \(why)"
+        case .connectFailed(let why): return "connect failed: \(why)"
+        case .shutdown: return "shutdown"
+        }
+    }
+}
+
+/// Why a request failed without an answer from the device.
+public enum CastRequestFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    case timeout
+    case notConnected
+    case connectionLost
+    case shuttingDown
+
+    public var description: String {
+        switch self {
+        case .timeout: return "the device did not answer in time"
+        case .notConnected: return "the device is not connected"
+        case .connectionLost: return "the connection to the device was lost"
+        case .shuttingDown: return "the client is shutting down"
+        }
+    }
+}
+
+/// What the connection reports upwards.
+public enum CastConnectionEvent: Sendable, Hashable {
+    /// The device answered on a new connection: it is usable (availability `online`).
+    case connected
+    /// A connection that had been answered ended.
+    case disconnected(CastDisconnectReason)
+    /// The device closed the virtual connection of an app endpoint (that app's session ended).
+    case virtualConnectionClosed(endpoint: String)
+    /// Any message from the device other than heartbeats and connection control.
+    case message(CastMessage)
+}
