@@ -46,6 +46,9 @@ final class DeviceConnection: @unchecked Sendable {
     private var replyWaiters: [(id: Int, namespace: String, promise: EventLoopPromise<CastPayload>)] = []
     private var appWaiters: [(id: Int, appId: String, promise: EventLoopPromise<ReceiverApplication>)] = []
     private var nextWaiterID = 0
+    /// Failed connects since the device last answered: the first is logged at info, the rest at
+    /// debug (one line per event that matters, not one per retry).
+    private var failedConnects = 0
 
     private(set) var fingerprint: String?
     private(set) var receiverStatus: ReceiverStatus?
@@ -296,7 +299,13 @@ final class DeviceConnection: @unchecked Sendable {
                     }
                 case .failure(let error):
                     guard generation == self.generation else { return }
-                    logger.debug("connect failed", metadata: ["cast.error": "\(error)"])
+                    failedConnects += 1
+                    if failedConnects == 1 {
+                        logger.info("cannot connect; retrying with backoff",
+                                    metadata: ["cast.address": "\(address)", "cast.error": "\(error)"])
+                    } else {
+                        logger.debug("connect failed", metadata: ["cast.error": "\(error)", "cast.attempt": "\(failedConnects)"])
+                    }
                     run(machine.connectFailed(.connectFailed("\(error)"), now: clock.now, jitter: Double.random(in: 0...1)))
                 }
             }
@@ -307,6 +316,7 @@ final class DeviceConnection: @unchecked Sendable {
     private func handle(_ event: CastConnectionEvent) {
         switch event {
         case .connected:
+            failedConnects = 0
             logger.info("connected", metadata: ["cast.address": "\(address)"])
             continuation.yield(.connected(fingerprint: fingerprint))
         case .disconnected(let reason):
