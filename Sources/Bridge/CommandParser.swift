@@ -61,21 +61,30 @@ public struct CommandParser: Sendable {
         return .success(.json(dict))
     }
 
-    /// `<base>/<dev>/command/<name>`.
-    public func parse(name: String, payload: [UInt8]) -> Result<ParsedCommand, ParseFailure> {
+    /// The payload's body and, for the JSON form, its `id` (echoed in the response): one rule for
+    /// device commands and bridge requests alike.
+    func bodyAndID(_ payload: [UInt8]) -> Result<(Body, JSONValue?), ParseFailure> {
         let body: Body
         switch self.body(payload) {
         case .failure(let f): return .failure(f)
         case .success(let b): body = b
         }
-        var id: JSONValue?
-        if case .json(let dict) = body, let raw = dict["id"] {
-            switch raw {
-            case .string(let s) where s.utf8.count <= 256: id = raw
-            case .number(let n) where n.isFinite: id = raw
-            default:
-                return .failure(ParseFailure(error: .invalid("\"id\" must be a string (up to 256 bytes) or a number"), id: nil))
-            }
+        guard case .json(let dict) = body, let raw = dict["id"] else { return .success((body, nil)) }
+        switch raw {
+        case .string(let s) where s.utf8.count <= 256: return .success((body, raw))
+        case .number(let n) where n.isFinite: return .success((body, raw))
+        default:
+            return .failure(ParseFailure(error: .invalid("\"id\" must be a string (up to 256 bytes) or a number"), id: nil))
+        }
+    }
+
+    /// `<base>/<dev>/command/<name>`.
+    public func parse(name: String, payload: [UInt8]) -> Result<ParsedCommand, ParseFailure> {
+        let body: Body
+        let id: JSONValue?
+        switch bodyAndID(payload) {
+        case .failure(let f): return .failure(f)
+        case .success(let (b, i)): (body, id) = (b, i)
         }
         guard Self.commandNames.contains(name) else {
             return .failure(ParseFailure(error: BridgeError(.unknownCommand,
@@ -114,16 +123,10 @@ public struct CommandParser: Sendable {
     /// `<base>/bridge/request/<name>`.
     public func parseBridgeRequest(name: String, payload: [UInt8]) -> Result<(BridgeRequest, JSONValue?), ParseFailure> {
         let body: Body
-        switch self.body(payload) {
+        let id: JSONValue?
+        switch bodyAndID(payload) {
         case .failure(let f): return .failure(f)
-        case .success(let b): body = b
-        }
-        var id: JSONValue?
-        if case .json(let dict) = body, let raw = dict["id"] {
-            guard raw.stringValue != nil || raw.doubleValue != nil else {
-                return .failure(ParseFailure(error: .invalid("\"id\" must be a string or a number"), id: nil))
-            }
-            id = raw
+        case .success(let (b, i)): (body, id) = (b, i)
         }
         do {
             let f = Fields(body: body, command: name)
