@@ -225,9 +225,16 @@ public final class CastDeviceClient: Service, Sendable {
                 return connection.eventLoop.makeFailedFuture(CastError(.noMediaSession, "there is no media session to control"))
             }
             let request = build(session ?? 0)
-            let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
-                                      namespace: CastNamespace.media, payload: .string(request.json(requestId: 0)))
-            if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
+            // Only requests that carry media or state can approach 64 KiB; the rest are not
+            // encoded an extra time to find out.
+            switch request {
+            case .load, .queueLoad, .resumeSession:
+                let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
+                                          namespace: CastNamespace.media, payload: .string(request.json(requestId: 0)))
+                if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
+            default:
+                break
+            }
             return connection.request(namespace: CastNamespace.media, destination: transport) {
                 .string(request.json(requestId: $0))
             }
@@ -263,6 +270,16 @@ public final class CastDeviceClient: Service, Sendable {
     // MARK: - Helpers
 
     private static func sizeError(_ message: CastMessage) -> CastError? {
+        // An upper bound first (each field: tag + at most 3 length bytes + its bytes), so the
+        // usual small message is not serialized twice; only one near the limit is measured.
+        let payloadBytes: Int
+        switch message.payload {
+        case .string(let text): payloadBytes = text.utf8.count
+        case .binary(let bytes): payloadBytes = bytes.count
+        }
+        let bound = payloadBytes + message.sourceID.utf8.count + message.destinationID.utf8.count
+            + message.namespace.utf8.count + 32
+        guard bound + 16 > CastFraming.maxBodySize else { return nil }
         let size = (try? message.serializedBytes().count) ?? Int.max
         guard size + 16 > CastFraming.maxBodySize else { return nil }
         return CastError(.payloadTooLarge, "the message would be \(size) bytes; Cast messages are limited to 64 KiB")
