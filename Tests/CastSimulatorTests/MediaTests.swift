@@ -7,11 +7,17 @@ import TestSupport
 struct MediaTests {
     static let load = #"{"type":"LOAD","requestId":10,"autoplay":true,"media":{"contentId":"http://example.invalid/movie.mp4","contentType":"video/mp4","streamType":"BUFFERED","duration":100,"metadata":{"metadataType":1,"title":"Movie"}},"customData":{"k":"v"}}"#
 
-    /// Launches the DMR, connects to it and loads `Self.load`; returns (transportId, mediaSessionId).
-    static func loaded(_ client: TestCastClient) async throws -> (String, Int) {
+    /// Launches the Default Media Receiver and connects to it; returns its transportId.
+    static func launched(_ client: TestCastClient) async throws -> String {
         let app = try await client.launch("CC1AD845", requestId: 1)
         let transport = try #require(app["transportId"]?.stringValue)
         try await client.connect(to: transport)
+        return transport
+    }
+
+    /// Launches the DMR, connects to it and loads `Self.load`; returns (transportId, mediaSessionId).
+    static func loaded(_ client: TestCastClient) async throws -> (String, Int) {
+        let transport = try await launched(client)
         let reply = try await client.mediaRequest(transport, requestId: 10, load)
         let id = try #require(reply.firstStatus?["mediaSessionId"]?.intValue)
         return (transport, id)
@@ -24,9 +30,7 @@ struct MediaTests {
             let device = sim.devices[0]
             let client = try await TestCastClient.connect(port: device.port, group: testGroup)
             defer { Task { await client.close() } }
-            let app = try await client.launch("CC1AD845", requestId: 1)
-            let t = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: t)
+            let t = try await Self.launched(client)
             let loaded = try await client.mediaRequest(t, requestId: 10, Self.load)
             let status = try #require(loaded.firstStatus)
             #expect(loaded["type"]?.stringValue == "MEDIA_STATUS")
@@ -82,9 +86,7 @@ struct MediaTests {
         try await withSimulator([testDevice("TV")]) { sim in
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await client.close() } }
-            let app = try await client.launch("CC1AD845", requestId: 1)
-            let t = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: t)
+            let t = try await Self.launched(client)
             let reply = try await client.mediaRequest(t, requestId: 2, #"{"type":"LOAD","requestId":2,"media":{"contentId":"http://x.invalid/fail-301.mp3","contentType":"audio/mp3"}}"#)
             #expect(reply["type"]?.stringValue == "LOAD_FAILED")
             #expect(reply["itemId"]?.intValue == 1)
@@ -99,9 +101,7 @@ struct MediaTests {
         try await withSimulator([testDevice("TV")]) { sim in
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await client.close() } }
-            let app = try await client.launch("CC1AD845", requestId: 1)
-            let t = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: t)
+            let t = try await Self.launched(client)
             for (n, type) in ["PLAY", "PAUSE", "SEEK", "STOP", "SET_PLAYBACK_RATE", "QUEUE_NEXT"].enumerated() {
                 let r = try await client.mediaRequest(t, requestId: 100 + n, #"{"type":"\#(type)","mediaSessionId":1,"requestId":\#(100 + n)}"#)
                 #expect(r["type"]?.stringValue == "INVALID_PLAYER_STATE", "\(type)")
@@ -126,9 +126,7 @@ struct MediaTests {
             let device = sim.devices[0]
             let client = try await TestCastClient.connect(port: device.port, group: testGroup)
             defer { Task { await client.close() } }
-            let app = try await client.launch("CC1AD845", requestId: 1)
-            let t = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: t)
+            let t = try await Self.launched(client)
             let items = (1...3).map { #"{"media":{"contentId":"http://x.invalid/\#($0).mp3","contentType":"audio/mp3","duration":10}}"# }
             let loaded = try await client.mediaRequest(t, requestId: 2, #"{"type":"QUEUE_LOAD","requestId":2,"startIndex":1,"repeatMode":"REPEAT_OFF","items":[\#(items.joined(separator: ","))]}"#)
             let s = try #require(loaded.firstStatus)
@@ -181,9 +179,7 @@ struct MediaTests {
         try await withSimulator([testDevice("TV", clock: ManualSimulatorClock())]) { sim in
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             defer { Task { await client.close() } }
-            let app = try await client.launch("CC1AD845", requestId: 1)
-            let t = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: t)
+            let t = try await Self.launched(client)
             let load = #"{"type":"LOAD","requestId":2,"media":{"contentId":"http://x.invalid/v.mp4","contentType":"video/mp4","duration":60,"breaks":[{"id":"b1","position":0,"breakClipIds":["c1"]}],"breakClips":[{"id":"c1","duration":15,"whenSkippable":5}]}}"#
             let loaded = try await client.mediaRequest(t, requestId: 2, load)
             let s = try #require(loaded.firstStatus)
