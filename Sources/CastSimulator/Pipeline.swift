@@ -60,6 +60,9 @@ final class SenderConnection: @unchecked Sendable {
     let injector: RawBytesInjector
     /// Virtual connections: source id -> endpoints it CONNECTed to.
     var virtualConnections: [String: Set<String>] = [:]
+    /// The last request (a message with a requestId > 0) per namespace and source id, for the
+    /// hostile class `broken_replies`.
+    var lastRequests: [String: HostileRequest] = [:]
 
     init(number: Int, channel: any Channel, injector: RawBytesInjector) {
         self.number = number
