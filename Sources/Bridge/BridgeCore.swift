@@ -176,7 +176,7 @@ public struct BridgeCore: Sendable {
         let deadline = seconds * Double(kind.castSteps) + 1
         pending[token] = PendingOperation(deviceID: device, deadline: now.addingTimeInterval(deadline), purpose: purpose)
         out.operations.append(CastOperation(token: token, deviceID: device, kind: kind,
-                                            timeout: .milliseconds(Int64((seconds * 1000).rounded()))))
+                                            timeout: .seconds(clamping: seconds)))
     }
 
     mutating func operationCompleted(_ token: OperationToken, _ result: Result<OperationResult, BridgeError>, now: Date,
@@ -277,6 +277,7 @@ public struct BridgeCore: Sendable {
     }
 }
 
+/// Seconds for a message: `10`, `2.5`; any value, also one a device made up (`1e19`), prints.
 func formatSeconds(_ s: Double) -> String {
-    s.rounded() == s ? String(Int(s)) : String(s)
+    Int(jsonNumber: s).map(String.init) ?? String(s)
 }

@@ -191,6 +191,9 @@ public struct BridgeOutput: Sendable {
     public var operations: [CastOperation] = []
     /// Human-readable lines for the log (level chosen by the I/O side: info).
     public var logs: [String] = []
+    /// Lines for the debug log: things a hostile or broken device does, which must not flood
+    /// the operator's log.
+    public var debugLogs: [String] = []
     /// A running app session started or ended: save `sessionSnapshot()` to `state_dir`.
     public var sessionsChanged = false
 
@@ -207,6 +210,7 @@ public struct BridgeOutput: Sendable {
         publications += other.publications
         operations += other.operations
         logs += other.logs
+        debugLogs += other.debugLogs
         sessionsChanged = sessionsChanged || other.sessionsChanged
     }
 }

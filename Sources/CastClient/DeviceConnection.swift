@@ -139,7 +139,7 @@ final class DeviceConnection: @unchecked Sendable {
         nextWaiterID += 1
         let id = nextWaiterID
         replyWaiters.append((id, namespace, promise))
-        eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.seconds * 1e9))) { [self] in
+        eventLoop.scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in
             if let index = replyWaiters.firstIndex(where: { $0.id == id }) {
                 replyWaiters.remove(at: index).promise.fail(CastError(.timeout, "the app sent no reply on \(namespace) in time"))
             }
@@ -241,13 +241,13 @@ final class DeviceConnection: @unchecked Sendable {
             case .scheduleTimer(let deadline):
                 timer?.cancel()
                 let delay = clock.now.duration(to: deadline)
-                timer = eventLoop.scheduleTask(in: .nanoseconds(max(0, Int64(delay.seconds * 1e9)))) { [self] in
+                timer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .scheduleReconnect(_, let delay):
                 reconnectTimer?.cancel()
                 logger.debug("reconnecting later", metadata: ["cast.delay": "\(delay.seconds)"])
-                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.seconds * 1e9))) { [self] in
+                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .completeRequest(let id, let message):
@@ -266,7 +266,7 @@ final class DeviceConnection: @unchecked Sendable {
         let sslContext = self.sslContext
         let address = self.address
         ClientBootstrap(group: eventLoop)
-            .connectTimeout(TimeAmount.nanoseconds(Int64(configuration.connectTimeout.seconds * 1e9)))
+            .connectTimeout(TimeAmount.nanoseconds(configuration.connectTimeout.clampedNanoseconds))
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -292,7 +292,7 @@ final class DeviceConnection: @unchecked Sendable {
                     // accepts and then says nothing would hold us here forever.
                     pendingChannel = channel
                     let limit = configuration.connectTimeout
-                    eventLoop.scheduleTask(in: .nanoseconds(Int64(limit.seconds * 1e9))) { [self] in
+                    eventLoop.scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
                         guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
                         if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
                         stalled.close(promise: nil)

@@ -65,8 +65,25 @@ final class BridgeRuntime: Service, Sendable {
         ]
 
         var fleet = Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, input: input)
+        let notifier = SystemdNotifier()
+        var watchdog = WatchdogPacer(notifier: notifier)
+        var ready = false
+        let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
         await withTaskCancellationOrGracefulShutdownHandler {
             for await next in inputs {
+                defer { watchdog.pingIfDue() }
+                if testHooks, case .bridge(.mqttMessage(let topic, let payload, _, _)) = next,
+                   topic == "\(core.topics.base)/bridge/request/debug_stall" {
+                    // Tests only: block this loop as a wedge would (the watchdog pings must stop).
+                    let seconds = Double(String(decoding: payload.prefix(8), as: UTF8.self)) ?? 5
+                    logger.warning("test hook: stalling the consumer loop", metadata: ["seconds": "\(seconds)"])
+                    usleep(UInt32(Duration.seconds(clamping: min(seconds, 60)).clampedNanoseconds / 1000))
+                    continue
+                }
+                if !ready, case .bridge(.mqttConnected) = next {
+                    ready = true
+                    notifier.notify("READY=1")
+                }
                 let bridgeInput: BridgeInput
                 switch next {
                 case .discovery(let event):
@@ -84,6 +101,7 @@ final class BridgeRuntime: Service, Sendable {
         }
 
         logger.info("shutting down")
+        notifier.notify("STOPPING=1")
         for task in forwarders { task.cancel() }
         discovery.stop()
         let final = core.shutdown(now: Date())
@@ -98,6 +116,7 @@ final class BridgeRuntime: Service, Sendable {
 
     private func apply(_ output: BridgeOutput, mqtt: MosquittoClient, fleet: Fleet) {
         for line in output.logs { logger.info("\(line)") }
+        for line in output.debugLogs { logger.debug("\(line)") }
         for publication in output.publications { publish(publication, mqtt: mqtt) }
         let input = self.input
         for operation in output.operations {
