@@ -202,7 +202,10 @@ public enum ConfigurationLoader {
             guard let text = node.scalar?.string else { throw fail("5 or \"3.1.1\"") }
             return .string(text)
         case .int:
-            guard tag == .int, let v = node.int else { throw fail("an integer") }
+            guard tag == .int else { throw fail("an integer") }
+            guard let v = node.int else {
+                throw ConfigurationError(path: path, message: "\(node.string ?? "the value") is out of range for an integer")
+            }
             return .int(v)
         case .double:
             guard tag == .int || tag == .float, let v = node.float, v.isFinite else { throw fail("a number") }

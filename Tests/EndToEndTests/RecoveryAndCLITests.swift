@@ -183,7 +183,7 @@ struct CommandLineTests {
                                     ("cast:\n  heartbeat_interval: -1\n", "cast.heartbeat_interval", "0.1-3600"),
                                     ("cast:\n  reconnect: {initial: 0.5, max: 1e19}\n", "cast.reconnect.max", "0.01-86400"),
                                     ("media:\n  position_interval: .inf\n", "media.position_interval", "a number"),
-                                    ("mqtt:\n  keepalive: 99999999999999999999\n", "mqtt.keepalive", "")] {
+                                    ("mqtt:\n  keepalive: 99999999999999999999\n", "mqtt.keepalive", "out of range")] {
             let file = try configFile(yaml)
             let (status, output) = try run(["check-config", "--config", file])
             #expect(status == 2, "\(yaml): \(output)")
