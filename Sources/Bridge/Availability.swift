@@ -40,8 +40,7 @@ extension BridgeCore {
             pending.removeValue(forKey: token)
             continueAfter(op, .failure(BridgeError(.unknownDevice, "the device was removed")), now: now, &out)
         }
-        clearDiscovery(device, &out)
-        forgetPublished(id, topic: device.topic, &out)
+        forgetPublished(id, topic: device.topic, discovery: discoveryTopics(device), &out)
         out.forgotten.append(id)
         publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
                             "topic": .string(device.topic)], now: now, &out)

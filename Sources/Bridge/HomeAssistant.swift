@@ -320,11 +320,9 @@ extension BridgeCore {
         for id in devices.keys.sorted() { publishDiscovery(id, force: true, &out) }
     }
 
-    /// A removed device: every config it has (in either mode) cleared with an empty retained payload.
-    mutating func clearDiscovery(_ d: DeviceState, _ out: inout BridgeOutput) {
-        var topics = Set(published.devices[d.id]?.discovery ?? [])
-        if configuration.homeassistant.enabled { topics.formUnion(discoveryConfigs(d).map(\.0)) }
-        for topic in topics.sorted() { clearRetained(topic, &out) }
+    /// The config topics a device has now (for clearing it).
+    func discoveryTopics(_ d: DeviceState) -> [String] {
+        configuration.homeassistant.enabled ? discoveryConfigs(d).map(\.0) : []
     }
 }
 

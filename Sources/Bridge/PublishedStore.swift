@@ -65,12 +65,12 @@ extension BridgeCore {
     }
 
     /// Clears everything retained for a device the bridge published before (by this or an
-    /// earlier run): discovery configs first (Home Assistant then drops the entities), then the
-    /// device topics.
-    mutating func forgetPublished(_ id: DeviceID, topic: String?, _ out: inout BridgeOutput) {
+    /// earlier run), each topic once: discovery configs first (remembered ones and `discovery`;
+    /// Home Assistant then drops the entities), then the device topics.
+    mutating func forgetPublished(_ id: DeviceID, topic: String?, discovery: [String] = [], _ out: inout BridgeOutput) {
         let entry = published.devices.removeValue(forKey: id)
         if entry != nil { out.publishedChanged = true }
-        for t in (entry?.discovery ?? []).sorted() { clearRetained(t, &out) }
+        for t in Set((entry?.discovery ?? []) + discovery).sorted() { clearRetained(t, &out) }
         var topicNames = Set<String>()
         if let name = entry?.topic { topicNames.insert(name) }
         if let topic { topicNames.insert(topic) }

@@ -178,6 +178,7 @@ import Testing
         let removed = h.feed(.deviceRemoved(tvID))
         let cleared = removed.publications.filter { $0.payload.isEmpty }.map(\.topic)
         #expect(cleared.first == deviceTopic)
+        #expect(cleared.count == 6)  // each once: Home Assistant warns about a second empty device config
         #expect(Set(cleared) == Set([deviceTopic] + ["availability", "info", "receiver", "media", "state"].map { "cast2mqtt/living_room_tv/\($0)" }))
         let allRetained = removed.publications.filter { $0.payload.isEmpty }.allSatisfy { $0.retain }
         #expect(allRetained)
