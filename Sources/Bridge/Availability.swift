@@ -2,16 +2,12 @@ import CastProtocol
 import Foundation
 
 /// Device lifecycle: discovery add/update/remove, Cast connect/disconnect, availability.
-/// A device is `online` only after it answered on the current connection: `castConnected`
-/// triggers a receiver GET_STATUS, and the first RECEIVER_STATUS turns availability online.
+/// A device is `online` only after it answered on the current connection: the client reports
+/// `castConnected` once the receiver platform answered, and the RECEIVER_STATUS it answered with
+/// (the next event) turns availability online.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
-        guard configuration.discovery.admits(id: d.id, name: d.friendlyName) else {
-            // Excluded (or not included): forget it if it was known.
-            out.logs.append("ignoring \(d.friendlyName) (\(d.id)): excluded by discovery.include/exclude")
-            deviceRemoved(d.id, now: now, &out)
-            return
-        }
+        // include/exclude is Discovery's: a device that reaches the core is admitted.
         if var existing = devices[d.id] {
             guard existing.descriptor != d else { return }
             existing.descriptor = d
@@ -20,7 +16,7 @@ extension BridgeCore {
             publishBridgeEvent(["type": .string("device_updated"), "id": .string(d.id), "name": .string(d.friendlyName),
                                 "topic": .string(existing.topic)], now: now, &out)
             bridgeTopicsChanged(now: now, &out)
-            if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+            publishDiscovery(d.id, &out)
             return
         }
         let topic = names.assign(id: d.id, friendlyName: d.friendlyName, override: d.topicOverride)
@@ -30,20 +26,22 @@ extension BridgeCore {
         publishBridgeEvent(["type": .string("device_added"), "id": .string(d.id), "name": .string(d.friendlyName),
                             "topic": .string(topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)
-        if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+        publishDiscovery(d.id, &out)
     }
 
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
     mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard devices[id] != nil else { return }
+        let removed = BridgeError(.unknownDevice, "the device was removed")
+        drainWaiting(id, removed, now: now, &out)
+        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
+            guard let op = finishOperation(token) else { continue }
+            continueAfter(op, .failure(removed), now: now, &out)
+        }
+        drainWaiting(id, removed, now: now, &out)
         guard let device = devices.removeValue(forKey: id) else { return }
-        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
-            pending.removeValue(forKey: token)
-            continueAfter(op, .failure(BridgeError(.unknownDevice, "the device was removed")), now: now, &out)
-        }
-        clearDiscovery(device, &out)
-        for leaf in ["availability", "info", "receiver", "media", "state"] {
-            clearRetained(topics.device(device.topic, leaf), &out)
-        }
+        forgetPublished(id, topic: device.topic, discovery: discoveryTopics(device), &out)
+        out.forgotten.append(id)
         publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
                             "topic": .string(device.topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)
@@ -52,8 +50,6 @@ extension BridgeCore {
     mutating func castConnected(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
         guard devices[id] != nil else { return }
         devices[id]?.connected = true
-        devices[id]?.joinedSession = nil
-        enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out)
     }
 
     mutating func castDisconnected(_ id: DeviceID, reason: String, now: Date, _ out: inout BridgeOutput) {
@@ -61,12 +57,13 @@ extension BridgeCore {
         let wasOnline = device.online
         devices[id]?.connected = false
         devices[id]?.online = false
-        devices[id]?.joinedSession = nil
         if wasOnline { devices[id]?.offlineSince = now }
-        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
-            pending.removeValue(forKey: token)
-            continueAfter(op, .failure(BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")), now: now, &out)
+        let lost = BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")
+        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
+            guard let op = finishOperation(token) else { continue }
+            continueAfter(op, .failure(lost), now: now, &out)
         }
+        drainWaiting(id, lost, now: now, &out)
         if wasOnline {
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)

@@ -45,8 +45,11 @@ extension BridgeCore {
         case .devices:
             respond(ctx, .success(devicesDocument()), &out)
         case .healthCheck:
+            var overload = inputOverload.mapValues { JSONValue.number(Double($0)) }
+            overload["busy_commands"] = .int(busyRejections)
             respond(ctx, .success(.object(["healthy": .bool(true), "devices": .int(devices.count), "online": .int(onlineCount),
-                                           "mqtt_reconnects": .int(max(0, mqttConnects - 1))])), &out)
+                                           "mqtt_reconnects": .int(max(0, mqttConnects - 1)),
+                                           "overload": .object(overload)])), &out)
         case .refresh:
             let online = devices.values.filter(\.online).map(\.id).sorted()
             for id in online { enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out) }
@@ -64,6 +67,17 @@ extension BridgeCore {
                 return
             }
             startTransfer(ctx, from: source, to: to, keepSource: keepSource, now: now, &out)
+        case .remove(let key):
+            if let id = resolveDevice(key), let device = devices[id] {
+                deviceRemoved(id, now: now, &out)
+                respond(ctx, .success(.object(["id": .string(id), "topic": .string(device.topic)])), &out)
+            } else if let id = rememberedDevice(key), let entry = published.devices[id] {
+                forgetPublished(id, topic: nil, &out)
+                out.forgotten.append(id)
+                respond(ctx, .success(.object(["id": .string(id), "topic": .string(entry.topic)])), &out)
+            } else {
+                respond(ctx, .failure(BridgeError(.unknownDevice, "no device is called \"\(key.prefix(200))\"")), &out)
+            }
         }
     }
 }

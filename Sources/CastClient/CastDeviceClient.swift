@@ -3,76 +3,91 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import ServiceLifecycle
 
 /// The client of one Cast device: owns connect → session → backoff → reconnect, joins a running
 /// app instead of relaunching it, and offers the receiver and media commands as async calls that
 /// complete with the device's answer or a typed `CastError`.
 ///
-/// Run it as a ServiceLifecycle `Service` (or call `start()` / `shutdown()`); read `events`
-/// from exactly one task.
-public final class CastDeviceClient: Service, Sendable {
+/// Call `start()` and `shutdown()`. Events go either to `events` (read it from exactly one task)
+/// or, when an `onEvent` sink is given, straight to the sink, on the device's event loop, in
+/// order and before the request they answer completes: a consumer that feeds both the events and
+/// the completions into one queue sees a request's answering status before its completion.
+public final class CastDeviceClient: Sendable {
     public let address: CastDeviceAddress
     public let events: AsyncStream<CastClientEvent>
-    private let connection: DeviceConnection
-    private var eventLoop: any EventLoop { connection.eventLoop }
+    /// The connection, confined to `eventLoop`: every access checks it (NIOLoopBoundBox).
+    private let box: NIOLoopBoundBox<DeviceConnection>
+    private let eventLoop: any EventLoop
 
     /// - Parameters:
     ///   - eventLoop: the loop this device lives on (pick one from a shared group: many
     ///     devices share a few loops, no thread per device).
+    ///   - sslContext: share one among many clients (`makeTLSContext()`); nil makes one.
+    ///   - onEvent: called on the device's loop for every event instead of `events`.
     public init(address: CastDeviceAddress, configuration: CastConnectionConfiguration = .init(),
-                eventLoop: any EventLoop, logger: Logger) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        // Devices present self-signed certificates; we record the fingerprint instead.
-        tls.certificateVerification = .none
-        let context = try NIOSSLContext(configuration: tls)
+                eventLoop: any EventLoop, logger: Logger, sslContext: NIOSSLContext? = nil,
+                onEvent: (@Sendable (CastClientEvent) -> Void)? = nil) throws {
+        let context = try sslContext ?? Self.makeTLSContext()
         let (stream, continuation) = AsyncStream.makeStream(of: CastClientEvent.self)
         self.address = address
         self.events = stream
-        self.connection = DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
-                                           sslContext: context, logger: logger, continuation: continuation)
+        let emit: @Sendable (CastClientEvent) -> Void
+        if let onEvent {
+            continuation.finish()
+            emit = onEvent
+        } else {
+            emit = { continuation.yield($0) }
+        }
+        self.eventLoop = eventLoop
+        self.box = .makeBoxSendingValue(
+            DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
+                             sslContext: context, logger: logger, emit: emit, finishEvents: { continuation.finish() }),
+            eventLoop: eventLoop)
+    }
+
+    /// The TLS settings of a Cast sender: devices present self-signed certificates, so there is
+    /// no verification (the SHA-256 fingerprint is recorded instead). One context serves any
+    /// number of clients.
+    public static func makeTLSContext() throws -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        return try NIOSSLContext(configuration: tls)
     }
 
     // MARK: - Lifecycle
 
     /// Starts connecting (returns at once; progress arrives on `events`).
     public func start() {
-        eventLoop.execute { self.connection.start() }
+        eventLoop.execute { self.box.value.start() }
     }
 
     /// Closes the virtual connections politely and the socket; pending requests fail with
     /// `shuttingDown`; the event stream finishes. No reconnect afterwards.
     public func shutdown() async {
-        let closed = eventLoop.flatSubmit { self.connection.shutdown() }
+        let closed = eventLoop.flatSubmit { self.box.value.shutdown() }
         _ = try? await closed.get()
-    }
-
-    public func run() async throws {
-        start()
-        try? await gracefulShutdown()
-        await shutdown()
     }
 
     /// The device was seen at `address` (mDNS): reconnect now if it moved or while waiting.
     public func update(address: CastDeviceAddress) {
-        eventLoop.execute { self.connection.update(address: address) }
+        eventLoop.execute { self.box.value.update(address: address) }
     }
 
     /// SHA-256 fingerprint of the device's TLS certificate (`AB:CD:…`) on the last connection.
     public var certificateFingerprint: String? {
-        get async { try? await eventLoop.submit { self.connection.fingerprint }.get() }
+        get async { try? await eventLoop.submit { self.box.value.fingerprint }.get() }
     }
 
     /// True once the device answered on the current connection.
     public var isConnected: Bool {
-        get async { (try? await eventLoop.submit { self.connection.isConnected }.get()) ?? false }
+        get async { (try? await eventLoop.submit { self.box.value.isConnected }.get()) ?? false }
     }
 
     /// The last receiver status, the joined app and its merged media status.
     public var snapshot: (receiver: ReceiverStatus?, app: ReceiverApplication?, media: MediaStatus?) {
         get async {
             (try? await eventLoop.submit {
-                (self.connection.receiverStatus, self.connection.joinedApp, self.connection.mediaStatus)
+                (self.box.value.receiverStatus, self.box.value.joinedApp, self.box.value.mediaStatus)
             }.get()) ?? (nil, nil, nil)
         }
     }
@@ -87,19 +102,25 @@ public final class CastDeviceClient: Service, Sendable {
     /// LAUNCH; completes with the status that shows the app running (and joined).
     @discardableResult
     public func launch(appId: String) async throws -> ReceiverApplication {
-        try await call {
-            let launch = self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
-                .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
-            }
-            return self.connection.waitForApp(appId, launch: launch)
-        }
+        try await call { self.launchOnLoop(appId) }
     }
 
     /// Joins `appId` if it already runs, otherwise launches it; never relaunches a running app.
+    /// The check and the launch happen in one step on the device's loop.
     @discardableResult
     public func ensureApp(_ appId: String) async throws -> ReceiverApplication {
-        if let app = await snapshot.app, app.appId == appId { return app }
-        return try await launch(appId: appId)
+        try await call {
+            if let app = self.box.value.joinedApp, app.appId == appId { return self.eventLoop.makeSucceededFuture(app) }
+            return self.launchOnLoop(appId)
+        }
+    }
+
+    private func launchOnLoop(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
+        let connection = box.value
+        let launch = connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
+        }
+        return connection.waitForApp(appId, launch: launch)
     }
 
     /// STOP of the running session (`sessionId` nil = the joined app's session).
@@ -122,7 +143,7 @@ public final class CastDeviceClient: Service, Sendable {
 
     private func receiverRequest(_ request: ReceiverRequest) async throws -> ReceiverStatus {
         let reply = try await call {
-            self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            self.box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
                 .string(request.json(requestId: $0))
             }
         }
@@ -216,7 +237,7 @@ public final class CastDeviceClient: Service, Sendable {
 
     private func mediaReply(needsSession: Bool, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> CastMessage {
         try await call {
-            let connection = self.connection
+            let connection = self.box.value
             guard let app = connection.joinedApp, let transport = app.transportId else {
                 return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
             }
@@ -248,7 +269,7 @@ public final class CastDeviceClient: Service, Sendable {
     @discardableResult
     public func sendAppMessage(namespace: String, payload: CastPayload, awaitReply: Duration? = nil) async throws -> CastPayload? {
         let reply: CastPayload? = try await call {
-            let connection = self.connection
+            let connection = self.box.value
             guard let app = connection.joinedApp, let transport = app.transportId else {
                 return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
             }

@@ -63,6 +63,8 @@ final class SenderConnection: @unchecked Sendable {
     /// The last request (a message with a requestId > 0) per namespace and source id, for the
     /// hostile class `broken_replies`.
     var lastRequests: [String: HostileRequest] = [:]
+    /// Messages lost to the `swallowFirstMessages` fault on this connection so far.
+    var swallowed = 0
 
     init(number: Int, channel: any Channel, injector: RawBytesInjector) {
         self.number = number

@@ -12,22 +12,22 @@ struct ManualInstant: InstantProtocol, Hashable, Sendable {
 
 typealias Machine = CastConnectionStateMachine<ManualInstant>
 
-private func at(_ seconds: Double) -> ManualInstant {
+func at(_ seconds: Double) -> ManualInstant {
     ManualInstant(offset: .milliseconds(Int64((seconds * 1000).rounded())))
 }
 
-private func writes(_ actions: [Machine.Action]) -> [CastMessage] {
+func writes(_ actions: [Machine.Action]) -> [CastMessage] {
     actions.flatMap { action -> [CastMessage] in
         if case .write(let messages) = action { return messages }
         return []
     }
 }
 
-private func types(_ messages: [CastMessage]) -> [String] {
+func types(_ messages: [CastMessage]) -> [String] {
     messages.map { CastPayloadHeader.parse($0.payload)?.type ?? "?" }
 }
 
-private func fromDevice(_ namespace: String, _ json: String, source: String = "receiver-0") -> CastMessage {
+func fromDevice(_ namespace: String, _ json: String, source: String = "receiver-0") -> CastMessage {
     CastMessage(sourceID: source, destinationID: "sender-0", namespace: namespace, payload: .string(json))
 }
 
@@ -232,7 +232,8 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         _ = machine.connectFailed(.connectFailed("x"), now: at(1.6), jitter: 0.5)  // attempt 2: 1 s
         _ = machine.timerFired(now: at(2.6))
         _ = machine.channelActive(now: at(2.7))
-        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(2.8))
+        _ = machine.messageReceived(
+            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":3,"status":{}}"#), now: at(2.8))
         let actions = machine.channelClosed(.closedByPeer, now: at(3), jitter: 0.5)
         #expect(actions.contains(.scheduleReconnect(at: at(3.5), delay: .milliseconds(500))))
     }

@@ -66,7 +66,7 @@ extension BridgeHarness {
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct HostileDeviceTests {
     @Test func everyHostileClass() async throws {
-        try await withBridge(daemonEnvironment: noBacktrace) { h in
+        try await withBridge(environment: noBacktrace) { h in
             try await h.waitOnline([tv, kitchen])
             let hostile = h.devices[0]
             var r = try await h.command(tv, "load", "http://127.0.0.1/media/hostile.mp3")
@@ -119,7 +119,7 @@ struct HostileDeviceTests {
     /// Hostile mode (a round every 100 ms, every class in turn) for a few seconds: the bridge
     /// stays up and the other device keeps answering while it runs.
     @Test func hostileModeWhileTheOtherDeviceWorks() async throws {
-        try await withBridge(daemonEnvironment: noBacktrace) { h in
+        try await withBridge(environment: noBacktrace) { h in
             try await h.waitOnline([tv, kitchen])
             let hostile = h.devices[0]
             _ = try await h.command(tv, "load", "http://127.0.0.1/media/hostile.mp3")
@@ -144,7 +144,7 @@ struct HostileDeviceTests {
 
     /// The device inputs reported in issue #7, one at a time: each must leave the daemon alive.
     @Test func reportedDeviceInputs() async throws {
-        try await withBridge(daemonEnvironment: noBacktrace) { h in
+        try await withBridge(environment: noBacktrace) { h in
             try await h.waitOnline([tv, kitchen])
             let device = h.devices[0]
             func playing() async throws {

@@ -52,7 +52,7 @@ extension BridgeHarness {
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct MQTTAbuseTests {
     @Test func abusiveCommandsGetExactlyOneAnswerEach() async throws {
-        try await withBridge(daemonEnvironment: noBacktrace) { h in
+        try await withBridge(environment: noBacktrace) { h in
             try await h.waitOnline([tv, kitchen])
             let r = try await h.command(tv, "load", "http://127.0.0.1/media/abuse.mp3")
             #expect(r.status == "ok", "\(r)")
@@ -172,7 +172,7 @@ struct MQTTAbuseTests {
     /// (`ok`, or `busy` past the device's queue of 64), memory comes back down, and the bridge
     /// stays responsive.
     @Test func burstOf5000Commands() async throws {
-        try await withBridge(broker: MosquittoBroker.Options(maxQueuedMessages: 100_000), daemonEnvironment: noBacktrace) { h in
+        try await withBridge(environment: noBacktrace, broker: MosquittoBroker.Options(maxQueuedMessages: 100_000)) { h in
             try await h.waitOnline([tv, kitchen])
             for i in 0..<5 { _ = try await h.command(tv, "volume", "\(30 + i)") }  // warm up
             let pid = try #require(h.daemonPID)
