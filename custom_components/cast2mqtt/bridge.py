@@ -19,7 +19,7 @@ import uuid
 from homeassistant.components import mqtt
 from homeassistant.components.mqtt.models import ReceiveMessage
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.util import dt as dt_util
 
 from .const import (
@@ -44,6 +44,24 @@ class CommandError(HomeAssistantError):
         self.command = command
         self.code = code
         self.bridge_message = message
+
+
+class InvalidCommandError(CommandError, ServiceValidationError):
+    """The bridge refused a command that cannot work in the device's current state or at all
+    (Home Assistant shows it as a validation error, without a traceback in its log)."""
+
+
+# Error codes that say "this action does not fit", not "something broke".
+_VALIDATION_CODES = frozenset({
+    "invalid_payload", "unknown_command", "unknown_device", "not_supported", "no_app",
+    "no_media_session", "namespace_not_allowed", "payload_too_large", "invalid_player_state",
+})
+
+
+def command_error(device: str, command: str, code: str, message: str) -> CommandError:
+    """The exception for a bridge error response."""
+    kind = InvalidCommandError if code in _VALIDATION_CODES else CommandError
+    return kind(device, command, code, message)
 
 
 @dataclass(slots=True)
@@ -391,4 +409,4 @@ class Bridge:
         if isinstance(error, dict):
             code = _short_str(error.get("code"), 64) or code
             message = _short_str(error.get("message"), 2048) or message
-        raise CommandError(device.name, command, code, message)
+        raise command_error(device.name, command, code, message)
