@@ -42,7 +42,8 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             base = str(user_input[CONF_BASE_TOPIC]).strip()
             if valid_base_topic(base):
-                await self.async_set_unique_id(base)
+                # A discovery flow for the same bridge may be waiting; this one wins and ends it.
+                await self.async_set_unique_id(base, raise_on_progress=False)
                 self._abort_if_unique_id_configured()
                 return self.async_create_entry(title=base, data={CONF_BASE_TOPIC: base})
             errors[CONF_BASE_TOPIC] = "invalid_topic"
