@@ -82,7 +82,8 @@ class DeviceTopics:
     availability: str | None = None
     receiver: dict[str, Any] = field(default_factory=dict)
     media: dict[str, Any] = field(default_factory=dict)
-    media_received_at: datetime | None = None
+    # `media.position_updated_at` parsed, or when the media document arrived.
+    position_updated_at: datetime | None = None
     state: str | None = None
 
 
@@ -113,6 +114,17 @@ def _short_str(value: Any, limit: int = 256) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= limit:
         return value
     return None
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 time with a time zone, or None."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        parsed = dt_util.parse_datetime(value)
+    except (ValueError, OverflowError):
+        return None
+    return parsed if parsed is not None and parsed.tzinfo is not None else None
 
 
 def parse_devices(value: Any) -> dict[str, DeviceInfoRecord] | None:
@@ -348,7 +360,7 @@ class Bridge:
             return
         if (entry := self._tracked(topic)) is not None:
             entry.media = value or {}
-            entry.media_received_at = dt_util.utcnow()
+            entry.position_updated_at = _timestamp(entry.media.get("position_updated_at")) or dt_util.utcnow()
             self._notify(topic)
 
     @callback

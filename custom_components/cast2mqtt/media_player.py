@@ -308,7 +308,7 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
     @property
     def volume_level(self) -> float | None:
         level = _number(self._volume.get("level"))
-        return min(max(level, 0.0), 1.0) if level is not None else None
+        return level if level is not None and 0.0 <= level <= 1.0 else None
 
     @property
     def is_volume_muted(self) -> bool | None:
@@ -356,9 +356,7 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
     def media_position_updated_at(self) -> datetime | None:
         if self.media_position is None:
             return None
-        text = _string(self._media.get("position_updated_at"), 64)
-        parsed = dt_util.parse_datetime(text) if text else None
-        return parsed if parsed is not None and parsed.tzinfo is not None else self._topics.media_received_at
+        return self._topics.position_updated_at
 
     @property
     def media_title(self) -> str | None:
