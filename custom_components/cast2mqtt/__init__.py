@@ -7,6 +7,7 @@ from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryNotReady
+from homeassistant.helpers import device_registry as dr
 
 from .bridge import Bridge
 from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC
@@ -37,3 +38,16 @@ async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) ->
 async def async_unload_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -> bool:
     """Unload the media players; the bridge unsubscribes through async_on_unload."""
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_config_entry_device(
+    hass: HomeAssistant, entry: Cast2MqttConfigEntry, device: dr.DeviceEntry
+) -> bool:
+    """Let the user delete a device that the bridge no longer lists (e.g. one it forgot while
+    Home Assistant was not running); a listed device would only come back."""
+    bridge = entry.runtime_data
+    return not any(
+        domain == "mqtt" and identifier == f"cast2mqtt_{device_id}"
+        for domain, identifier in device.identifiers
+        for device_id in bridge.listed
+    )

@@ -80,6 +80,8 @@ class DeviceTopics:
     """The last retained state of one device topic name."""
 
     availability: str | None = None
+    # An empty retained payload arrived: the bridge cleared the topic (it forgot the device).
+    availability_cleared: bool = False
     receiver: dict[str, Any] = field(default_factory=dict)
     media: dict[str, Any] = field(default_factory=dict)
     # `media.position_updated_at` parsed, or when the media document arrived.
@@ -159,6 +161,8 @@ class Bridge:
         self.online = False
         self.devices: dict[str, DeviceInfoRecord] = {}
         self.devices_received = False
+        # Ids in the latest bridge/devices (`devices` also keeps ids missing from it for now).
+        self.listed: set[str] = set()
         self._topics: dict[str, DeviceTopics] = {}
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._unsubscribe: list[CALLBACK_TYPE] = []
@@ -281,15 +285,38 @@ class Bridge:
             for device_id, device in devices.items()
             if device_id in self.devices and self.devices[device_id] != device
         ]
-        # A device missing from the list is not removed here: right after a restart the bridge
-        # lists only what it has found so far. Removal comes with `device_removed`.
+        # A device missing from the list is not removed for that alone: right after a restart
+        # the bridge lists only what it has found so far. See `_removed_if_gone`.
         self.devices.update(devices)
+        self.listed = set(devices)
         self.devices_received = True
         if added:
             for listener in list(self._device_listeners):
                 listener(added, [])
         for topic in changed:
             self._notify(topic)
+        for device_id in [d for d in self.devices if d not in self.listed]:
+            self._removed_if_gone(device_id)
+
+    @callback
+    def _removed_if_gone(self, device_id: str) -> None:
+        """A device the bridge forgot while no event reached us (it was restarted with the
+        device excluded): not listed any more, and its retained `availability` cleared."""
+        device = self.devices.get(device_id)
+        if device is None or device_id in self.listed:
+            return
+        entry = self._topics.get(device.topic)
+        if entry is not None and entry.availability_cleared:
+            self._remove(device_id)
+
+    @callback
+    def _remove(self, device_id: str) -> None:
+        removed = self.devices.pop(device_id, None)
+        if removed is None:
+            return
+        self._topics.pop(removed.topic, None)
+        for listener in list(self._device_listeners):
+            listener([], [device_id])
 
     @callback
     def _bridge_event_message(self, msg: ReceiveMessage) -> None:
@@ -297,12 +324,8 @@ class Bridge:
         if not isinstance(event, dict) or event.get("type") != "device_removed":
             return
         device_id = event.get("id")
-        if not isinstance(device_id, str) or device_id not in self.devices:
-            return
-        removed = self.devices.pop(device_id)
-        self._topics.pop(removed.topic, None)
-        for listener in list(self._device_listeners):
-            listener([], [device_id])
+        if isinstance(device_id, str):
+            self._remove(device_id)
 
     @callback
     def _state_message(self, msg: ReceiveMessage) -> None:
@@ -336,7 +359,12 @@ class Bridge:
             return
         if (entry := self._tracked(topic)) is not None:
             entry.availability = word or None
+            entry.availability_cleared = word == ""
             self._notify(topic)
+            if entry.availability_cleared:
+                for device_id, device in list(self.devices.items()):
+                    if device.topic == topic:
+                        self._removed_if_gone(device_id)
 
     @callback
     def _receiver_message(self, msg: ReceiveMessage) -> None:
