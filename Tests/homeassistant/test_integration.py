@@ -292,6 +292,11 @@ def test_bridge_errors_become_service_errors(env: Env):
                           namespace="urn:x-cast:com.google.cast.tp.heartbeat", data={"type": "PING"})
     assert "namespace_not_allowed" in error["message"], error
 
+    # No reply from the app within the bridge's wait: the bridge's `timeout` reaches the user.
+    error = service_error(ha, "cast2mqtt", "send_message", entity_id=TV, namespace="urn:x-cast:com.google.cast.cac",
+                          data={"type": "NOTHING"}, reply=True, timeout=1)
+    assert "timeout" in error["message"], error
+
     # Home Assistant's own validation stops bad input before it reaches the bridge.
     error = service_error(ha, "cast2mqtt", "set_playback_rate", entity_id=TV, rate=3)
     assert error["code"] == "invalid_format", error
