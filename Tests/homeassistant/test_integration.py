@@ -33,10 +33,14 @@ SONG2 = "http://127.0.0.1:9/music/second.mp3"
 CHIME = "media-source://media_source/local/chime.mp3"
 
 # The `ha` fixture (conftest.py) starts Home Assistant with these: the integration loaded from the
-# repository folder, media_source for media-source:// items, and a local media folder with a clip.
+# repository folder, a test TTS engine, media_source for media-source:// items, and a local media
+# folder with a clip.
 HOME_ASSISTANT = {
-    "custom_components": [ROOT / "custom_components" / "cast2mqtt"],
-    "extra_config": "media_source:\n",
+    "custom_components": [ROOT / "custom_components" / "cast2mqtt",
+                          ROOT / "Tests" / "homeassistant" / "custom_components" / "sim_tts"],
+    # tts needs the ffmpeg integration, which only asks the binary for its version at start;
+    # the test never converts audio, so /bin/true stands in for an ffmpeg that is not installed.
+    "extra_config": "media_source:\ntts:\n  - platform: sim_tts\nffmpeg:\n  ffmpeg_bin: /bin/true\n",
     "media_files": {"chime.mp3": b"ID3 not really an mp3"},
 }
 
@@ -276,6 +280,26 @@ def test_announce_restores_the_previous_media(env: Env):
                              and s["attributes"].get("volume_level") == pytest.approx(0.4))
     assert restored["attributes"]["media_position"] >= 30
     assert restored["attributes"]["media_title"] == "Before"
+
+
+def test_tts_announcement_restores_the_previous_media(env: Env):
+    ha = env.ha
+    service(ha, "media_player", "play_media", entity_id=TV, media_content_id=SONG2, media_content_type="music",
+            extra={"title": "Second"})
+    ha.wait_state(TV, lambda s: s["state"] == "playing" and s["attributes"].get("media_title") == "Second")
+    service(ha, "media_player", "media_pause", entity_id=TV)
+    ha.wait_state(TV, "paused")
+    loads = len(received(env, TV_ID, MEDIA, "LOAD"))
+
+    # A TTS service: play_media with announce and a media-source://tts/... item.
+    service(ha, "tts", "sim_tts_say", entity_id=TV, message="Dinner is ready")
+    clip = wait_received(env, TV_ID, MEDIA, "LOAD", loads + 1, "the TTS clip's LOAD")
+    clip_url = clip["payload"]["media"]["contentId"]
+    assert clip_url.startswith(f"{ha.base}/api/tts_proxy/"), clip_url
+    ha.wait_state(TV, lambda s: s["state"] == "playing" and s["attributes"].get("media_content_id") == clip_url)
+    env.sim.fault(TV_ID, {"action": "finish_media"})
+    ha.wait_state(TV, lambda s: s["state"] == "paused" and s["attributes"].get("media_content_id") == SONG2
+                  and s["attributes"].get("media_title") == "Second")
 
 
 def test_bridge_errors_become_service_errors(env: Env):
