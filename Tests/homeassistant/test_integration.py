@@ -384,6 +384,45 @@ def test_devices_follow_removal_and_addition(env: Env):
     ha.wait_state(KITCHEN, lambda s: s["state"] not in ("unavailable", "unknown"), timeout=60)
 
 
+def test_hostile_payloads_change_nothing_they_should_not(env: Env):
+    """Anything on the bridge's topics is parsed before use: bad payloads are dropped, the player
+    stays, and nothing is logged (the last test checks the log). Runs last but one: it leaves
+    the TV's media player with whatever the bad documents left (the bridge republishes only on
+    change)."""
+    ha, mqtt = env.ha, env.observer
+    before = ha.wait_state(TV, lambda s: s["state"] not in ("unavailable", "unknown"))
+    bad = [
+        ("cast2mqtt/living_room_tv/state", b"exploded"),
+        ("cast2mqtt/living_room_tv/state", b"\xff\xfe"),
+        ("cast2mqtt/living_room_tv/availability", b"maybe"),
+        ("cast2mqtt/living_room_tv/receiver", b"[1, 2, 3]"),
+        ("cast2mqtt/living_room_tv/receiver", json.dumps({"volume": {"level": 7, "muted": "yes", "step": -1},
+                                                          "app_name": ["x"]}).encode()),
+        ("cast2mqtt/living_room_tv/media", b"{not json"),
+        ("cast2mqtt/living_room_tv/media", json.dumps({
+            "state": "playing", "media_session_id": 1, "position": "NaN", "duration": -5, "title": 5,
+            "images": [1, {"url": "javascript:alert(1)"}], "supported_commands": "pause",
+            "position_updated_at": "2026-99-99T00:00:00Z", "season": True, "track": "x", "queue": [1]}).encode()),
+        ("cast2mqtt/living_room_tv/media", b'{"position": NaN, "duration": Infinity}'),
+        ("cast2mqtt/bridge/devices", b"{}"),
+        ("cast2mqtt/bridge/devices", json.dumps([{"id": "../x", "topic": "a/b"}, {"id": 5}, 7, None]).encode()),
+        ("cast2mqtt/bridge/event", b'{"type": "device_removed", "id": {"a": 1}}'),
+        ("cast2mqtt/bridge/event", b'{"type": "device_removed", "id": "not-a-known-device"}'),
+        ("cast2mqtt/living_room_tv/response", b'{"id": ["x"], "status": "ok"}'),
+        ("cast2mqtt/living_room_tv/response", b"\x00" * 1000),
+        ("cast2mqtt/Bad Name/media", b"{}"),
+        ("cast2mqtt/living_room_tv/media", b"x" * (2 * 1024 * 1024)),
+    ]
+    for topic, payload in bad:
+        mqtt.publish(topic, payload)
+    # A last good message shows that everything before it was handled.
+    mqtt.publish("cast2mqtt/living_room_tv/receiver", json.dumps({"app_name": "After", "volume": {"level": 0.25}}))
+    after = ha.wait_state(TV, lambda s: s["attributes"].get("app_name") == "After")
+    assert after["state"] == before["state"]
+    assert after["attributes"]["volume_level"] == 0.25
+    assert ha.state(KITCHEN) is not None
+
+
 def log_records(log: str) -> list[tuple[str, str, str]]:
     """home-assistant.log as (level, logger, text with continuation lines) records."""
     records: list[tuple[str, str, str]] = []

@@ -112,6 +112,18 @@ def _json(payload: str | bytes) -> Any:
         return None
 
 
+def _document(payload: str | bytes) -> dict[str, Any] | None:
+    """A retained JSON object: {} when the topic was cleared (empty payload), None when the
+    payload is not a JSON object (ignored)."""
+    text = _text(payload)
+    if text is None:
+        return None
+    if not text.strip():
+        return {}
+    value = _json(text)
+    return value if isinstance(value, dict) else None
+
+
 def _short_str(value: Any, limit: int = 256) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= limit:
         return value
@@ -338,9 +350,9 @@ class Bridge:
                     listener()
             return
         topic = self._device_topic(msg)
-        if topic is None or topic == "bridge":
+        if topic is None or topic == "bridge" or text is None:
             return
-        word = text.strip() if text is not None else ""
+        word = text.strip()  # empty: the retained topic was cleared
         if word not in PLAYER_STATES and word != "":
             _LOGGER.debug("ignoring %s: unknown state", msg.topic)
             return
@@ -354,7 +366,9 @@ class Bridge:
         if topic is None or topic == "bridge":
             return
         text = _text(msg.payload)
-        word = text.strip() if text is not None else ""
+        if text is None:
+            return
+        word = text.strip()  # empty: the retained topic was cleared
         if word not in ("online", "offline", ""):
             return
         if (entry := self._tracked(topic)) is not None:
@@ -371,11 +385,12 @@ class Bridge:
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge":
             return
-        value = _json(msg.payload)
-        if value is not None and not isinstance(value, dict):
+        value = _document(msg.payload)
+        if value is None:
+            _LOGGER.debug("ignoring %s: not a JSON object", msg.topic)
             return
         if (entry := self._tracked(topic)) is not None:
-            entry.receiver = value or {}
+            entry.receiver = value
             self._notify(topic)
 
     @callback
@@ -383,11 +398,12 @@ class Bridge:
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge":
             return
-        value = _json(msg.payload)
-        if value is not None and not isinstance(value, dict):
+        value = _document(msg.payload)
+        if value is None:
+            _LOGGER.debug("ignoring %s: not a JSON object", msg.topic)
             return
         if (entry := self._tracked(topic)) is not None:
-            entry.media = value or {}
+            entry.media = value
             entry.position_updated_at = _timestamp(entry.media.get("position_updated_at")) or dt_util.utcnow()
             self._notify(topic)
 
