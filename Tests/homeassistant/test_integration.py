@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from conftest import KITCHEN as KITCHEN_DEVICE, LIVING_ROOM
-from harness import HA_VENV, ROOT, wait_for
+from harness import HA_VENV, ROOT, HomeAssistant, wait_for
 
 TV_ID = LIVING_ROOM[1]
 KITCHEN_ID = KITCHEN_DEVICE[1]
@@ -105,12 +105,6 @@ def wait_received(env: Env, device_id: str, namespace: str, type_: str, count: i
     messages = wait_for(lambda: (m := received(env, device_id, namespace, type_)) and len(m) >= count and m,
                         30, what=what)
     return messages[-1]
-
-
-def attributes(ha: HomeAssistant, entity_id: str) -> dict[str, Any]:
-    state = ha.state(entity_id)
-    assert state is not None, f"{entity_id} does not exist"
-    return state["attributes"]
 
 
 def live_position(state: dict[str, Any]) -> float:

@@ -399,9 +399,9 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         if not isinstance(images, list):
             return None
         for image in images:
-            if isinstance(image, dict) and (url := _string(image.get("url"))):
-                if url.startswith(("http://", "https://")):
-                    return url
+            url = _string(image.get("url")) if isinstance(image, dict) else None
+            if url is not None and url.startswith(("http://", "https://")):
+                return url
         return None
 
     @property
