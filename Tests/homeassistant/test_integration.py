@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import time
 from datetime import datetime
 from typing import Any
@@ -321,6 +322,15 @@ def test_bridge_errors_become_service_errors(env: Env):
     error = service_error(ha, "cast2mqtt", "send_message", entity_id=TV, namespace="urn:x-cast:com.google.cast.cac",
                           data={"type": "NOTHING"}, reply=True, timeout=1)
     assert "timeout" in error["message"], error
+
+    # No response at all (the bridge is stopped with SIGSTOP; it still looks online): the
+    # integration gives up after its 20 s and says so.
+    env.bridge.process.send_signal(signal.SIGSTOP)
+    try:
+        error = service_error(ha, "media_player", "volume_mute", entity_id=TV, is_volume_muted=False)
+    finally:
+        env.bridge.process.send_signal(signal.SIGCONT)
+    assert "timeout" in error["message"] and "no response from the cast2mqtt bridge" in error["message"], error
 
     # Home Assistant's own validation stops bad input before it reaches the bridge.
     error = service_error(ha, "cast2mqtt", "set_playback_rate", entity_id=TV, rate=3)
