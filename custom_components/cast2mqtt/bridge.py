@@ -172,7 +172,7 @@ class Bridge:
         self.base = base_topic
         self.online = False
         self.devices: dict[str, DeviceInfoRecord] = {}
-        self.devices_received = False
+        self._ids_by_topic: dict[str, str] = {}
         # Ids in the latest bridge/devices (`devices` also keeps ids missing from it for now).
         self.listed: set[str] = set()
         self._topics: dict[str, DeviceTopics] = {}
@@ -215,18 +215,19 @@ class Bridge:
     # MARK: - Listeners
 
     @callback
-    def async_listen_device(self, topic: str, listener: Callable[[], None]) -> CALLBACK_TYPE:
-        """Call `listener` when anything of device `topic` (or the bridge state) changes."""
-        self._listeners.setdefault(topic, []).append(listener)
+    def async_listen_device(self, device_id: str, listener: Callable[[], None]) -> CALLBACK_TYPE:
+        """Call `listener` when anything of the device (or the bridge state) changes. By id:
+        a device's topic name can change across bridge restarts (a renamed device)."""
+        self._listeners.setdefault(device_id, []).append(listener)
         self._bridge_listeners.append(listener)
 
         @callback
         def remove() -> None:
-            listeners = self._listeners.get(topic, [])
+            listeners = self._listeners.get(device_id, [])
             if listener in listeners:
                 listeners.remove(listener)
             if not listeners:
-                self._listeners.pop(topic, None)
+                self._listeners.pop(device_id, None)
             if listener in self._bridge_listeners:
                 self._bridge_listeners.remove(listener)
 
@@ -282,7 +283,8 @@ class Bridge:
 
     @callback
     def _notify(self, topic: str) -> None:
-        for listener in list(self._listeners.get(topic, ())):
+        device_id = self._ids_by_topic.get(topic)
+        for listener in list(self._listeners.get(device_id, ())) if device_id else ():
             listener()
 
     @callback
@@ -301,7 +303,9 @@ class Bridge:
         # the bridge lists only what it has found so far. See `_removed_if_gone`.
         self.devices.update(devices)
         self.listed = set(devices)
-        self.devices_received = True
+        # Listed devices win a topic name over ones kept from an earlier list.
+        self._ids_by_topic = {d.topic: i for i, d in self.devices.items() if i not in self.listed}
+        self._ids_by_topic.update({d.topic: i for i, d in devices.items()})
         if added:
             for listener in list(self._device_listeners):
                 listener(added, [])
@@ -327,6 +331,7 @@ class Bridge:
         if removed is None:
             return
         self._topics.pop(removed.topic, None)
+        self._ids_by_topic.pop(removed.topic, None)
         for listener in list(self._device_listeners):
             listener([], [device_id])
 

@@ -267,9 +267,7 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
 
     async def async_added_to_hass(self) -> None:
         """Follow the device's topics."""
-        record = self._record
-        if record is not None:
-            self.async_on_remove(self._bridge.async_listen_device(record.topic, self._changed))
+        self.async_on_remove(self._bridge.async_listen_device(self._device_id, self._changed))
 
     @callback
     def _changed(self) -> None:
