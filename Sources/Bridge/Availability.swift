@@ -20,7 +20,7 @@ extension BridgeCore {
             publishBridgeEvent(["type": .string("device_updated"), "id": .string(d.id), "name": .string(d.friendlyName),
                                 "topic": .string(existing.topic)], now: now, &out)
             bridgeTopicsChanged(now: now, &out)
-            if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+            publishDiscovery(d.id, &out)
             return
         }
         let topic = names.assign(id: d.id, friendlyName: d.friendlyName, override: d.topicOverride)
@@ -30,7 +30,7 @@ extension BridgeCore {
         publishBridgeEvent(["type": .string("device_added"), "id": .string(d.id), "name": .string(d.friendlyName),
                             "topic": .string(topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)
-        if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+        publishDiscovery(d.id, &out)
     }
 
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
@@ -40,10 +40,8 @@ extension BridgeCore {
             pending.removeValue(forKey: token)
             continueAfter(op, .failure(BridgeError(.unknownDevice, "the device was removed")), now: now, &out)
         }
-        clearDiscovery(device, &out)
-        for leaf in ["availability", "info", "receiver", "media", "state"] {
-            clearRetained(topics.device(device.topic, leaf), &out)
-        }
+        forgetPublished(id, topic: device.topic, discovery: discoveryTopics(device), &out)
+        out.forgotten.append(id)
         publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
                             "topic": .string(device.topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)

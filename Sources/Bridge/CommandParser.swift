@@ -28,7 +28,7 @@ public struct CommandParser: Sendable {
     public static let commandNames = ["load", "play", "pause", "toggle", "stop", "seek", "rate", "volume", "mute",
                                       "next", "previous", "launch", "quit", "send", "transfer", "refresh", "announce",
                                       "skip_ad"]
-    public static let bridgeRequestNames = ["devices", "refresh", "transfer", "health_check"]
+    public static let bridgeRequestNames = ["devices", "refresh", "transfer", "health_check", "remove"]
 
     public init(maxPayload: Int = 65_536, allowedNamespaces: [String] = ["urn:x-cast:*"]) {
         self.maxPayload = maxPayload
@@ -143,6 +143,16 @@ public struct CommandParser: Sendable {
                     throw BridgeError.invalid("transfer needs \"from\" and \"to\" (topic name, friendly name or id)")
                 }
                 return .success((.transfer(from: from, to: to, keepSource: try f.bool("keep_source") ?? false), id))
+            case "remove":
+                if case .short(let device) = body {
+                    guard !device.isEmpty else { throw BridgeError.invalid("remove needs the device (topic name, friendly name or id)") }
+                    return .success((.remove(device: device), id))
+                }
+                try f.allow(["device"])
+                guard let device = try f.string("device"), !device.isEmpty else {
+                    throw BridgeError.invalid("remove needs \"device\": the device to forget (topic name, friendly name or id)")
+                }
+                return .success((.remove(device: device), id))
             default:
                 throw BridgeError(.unknownCommand, "there is no bridge request \"\(name.prefix(64))\"; requests are: "
                                   + Self.bridgeRequestNames.joined(separator: ", "))

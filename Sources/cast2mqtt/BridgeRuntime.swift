@@ -32,6 +32,10 @@ final class BridgeRuntime: Service, Sendable {
         var core = BridgeCore(configuration: configuration, startedAt: Date())
         let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = sessions.load() { core.restore(snapshot) }
+        let publishedFile = PublishedFile(stateDir: configuration.stateDir, logger: logger)
+        if let snapshot = publishedFile.load() {
+            core.restorePublished(snapshot, staticIDs: Set(Adapt.discoveryConfiguration(configuration).staticDevices.map(\.effectiveID)))
+        }
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: logger)
         let qos = Adapt.qos(configuration.mqtt.qos)
@@ -77,7 +81,9 @@ final class BridgeRuntime: Service, Sendable {
                 }
                 let output = core.handle(bridgeInput, now: Date())
                 apply(output, mqtt: mqtt, fleet: fleet)
+                for id in output.forgotten { fleet.drop(id) }
                 if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
+                if output.publishedChanged { publishedFile.save(core.publishedSnapshot) }
             }
         } onCancelOrGracefulShutdown: {
             input.finish()

@@ -88,6 +88,16 @@ struct Fleet {
         }
     }
 
+    /// A device the bridge forgot (excluded, or `bridge/request/remove`): its client is closed; an
+    /// mDNS announcement later starts a new one.
+    mutating func drop(_ id: DeviceID) {
+        guard let entry = clients.removeValue(forKey: id) else { return }
+        Task {
+            await entry.client.shutdown()
+            entry.forwarder.cancel()
+        }
+    }
+
     /// Closes every device politely (CLOSE on each virtual connection).
     mutating func shutdown() async {
         await withTaskGroup(of: Void.self) { group in

@@ -33,7 +33,7 @@ import Testing
         #expect(c.media.positionInterval == 0)
         #expect(c.homeassistant.enabled)
         #expect(c.homeassistant.discoveryPrefix == "homeassistant")
-        #expect(!c.homeassistant.mediaPlayer)
+        #expect(c.homeassistant.discoveryMode == .device)
         #expect(c.stateDir == "/var/lib/cast2mqtt")
         #expect(c.log.level == "info")
         #expect(c.discovery.mdns)
@@ -75,7 +75,7 @@ import Testing
     homeassistant:
       enabled: true
       discovery_prefix: ha
-      media_player: true
+      discovery: per_entity
     state_dir: /tmp/cast2mqtt
     log:
       level: debug
@@ -103,7 +103,7 @@ import Testing
         #expect(c.cast.allowedNamespaces == ["urn:x-cast:com.example.*"])
         #expect(c.media.positionInterval == 5)
         #expect(c.homeassistant.discoveryPrefix == "ha")
-        #expect(c.homeassistant.mediaPlayer)
+        #expect(c.homeassistant.discoveryMode == .perEntity)
         #expect(c.stateDir == "/tmp/cast2mqtt")
         #expect(c.log.level == "debug")
     }
@@ -142,6 +142,8 @@ import Testing
         #expect(error("mqtt:\n  base_topic: 5\n")?.path == "mqtt.base_topic")
         #expect(error("cast:\n  heartbeat_interval: soon\n")?.path == "cast.heartbeat_interval")
         #expect(error("homeassistant:\n  enabled: 1\n")?.path == "homeassistant.enabled")
+        #expect(error("homeassistant:\n  discovery: entity\n")?.path == "homeassistant.discovery")
+        #expect(error("homeassistant:\n  media_player: true\n")?.path == "homeassistant.media_player")
         #expect(error("cast:\n  allowed_namespaces: urn:x-cast:*\n")?.path == "cast.allowed_namespaces")
         #expect(error("cast:\n  allowed_namespaces: [1]\n")?.path == "cast.allowed_namespaces[0]")
         #expect(error("mqtt: 5\n")?.path == "mqtt")
