@@ -355,44 +355,47 @@ def test_availability_follows_the_bridge(env: Env):
     ha.wait_state(TV, lambda s: s["state"] != "unavailable", timeout=60)
 
 
-def restart_bridge(env: Env) -> None:
+def restart_bridge(env: Env, exclude: list[str] | None = None) -> None:
     env.bridge.stop()
+    env.bridge.exclude = exclude or []
     env.bridge.start()
 
 
-def test_devices_follow_removal_and_addition(env: Env):
-    """The bridge forgets a device with `bridge/request/remove` or an `exclude` (contract §3, §7):
-    a `device_removed` event, the device's retained topics cleared, a list without it. The bridge
-    in main does not implement that yet, so this test publishes those messages itself, as the
-    contract describes them; a bridge restart then lists the kitchen again."""
-    ha = env.ha
-    mqtt = env.observer
-    devices = mqtt.json("cast2mqtt/bridge/devices")
-    without_kitchen = json.dumps([d for d in devices if d["id"] != KITCHEN_ID])
-
-    # 1. The event.
-    mqtt.publish("cast2mqtt/bridge/devices", without_kitchen, retain=True)
-    mqtt.publish("cast2mqtt/bridge/event", json.dumps({"type": "device_removed", "id": KITCHEN_ID, "name": "Kitchen",
-                                                       "topic": "kitchen", "at": "2026-11-23T12:00:00.000Z"}))
-    wait_for(lambda: ha.state(KITCHEN) is None, 30, what="media_player.kitchen to go")
+def kitchen_gone(ha: HomeAssistant) -> None:
+    wait_for(lambda: ha.state(KITCHEN) is None, 60, what="media_player.kitchen to go")
     assert KITCHEN not in {e["entity_id"] for e in ha.entity_registry()}
-    assert ha.state(TV)["state"] != "unavailable"
+    wait_for(lambda: not any(["mqtt", f"cast2mqtt_{KITCHEN_ID}"] in d["identifiers"] for d in ha.device_registry()),
+             30, what="the kitchen's device to go")
 
-    # Listed again (the restarted bridge publishes its list), it gets its media player back.
-    restart_bridge(env)
+
+def kitchen_back(ha: HomeAssistant) -> None:
     ha.wait_state(KITCHEN, lambda s: s["state"] not in ("unavailable", "unknown"), timeout=60)
     assert KITCHEN in ha.entities_of(f"cast2mqtt_{KITCHEN_ID}")
 
-    # 2. No event seen (the bridge forgot it while restarting): not listed and `availability`
-    #    cleared. Missing from the list alone is not enough (a restarting bridge lists devices as
-    #    it finds them).
-    mqtt.publish("cast2mqtt/bridge/devices", without_kitchen, retain=True)
+
+def test_devices_follow_removal_and_addition(env: Env):
+    ha = env.ha
+    # 1. `bridge/request/remove`: the bridge publishes `device_removed` and clears the kitchen's
+    #    topics; its media player goes with its device. A restart finds the (static) kitchen again.
+    env.observer.publish("cast2mqtt/bridge/request/remove", '{"device": "kitchen"}')
+    kitchen_gone(ha)
+    assert ha.state(TV)["state"] != "unavailable"
+    restart_bridge(env)
+    kitchen_back(ha)
+
+    # 2. A restart with the kitchen excluded: that run never sees the kitchen, so there is no
+    #    event; it clears the kitchen's retained topics and lists only the TV.
+    restart_bridge(env, exclude=["Kitchen"])
+    kitchen_gone(ha)
+    restart_bridge(env)
+    kitchen_back(ha)
+
+    # 3. Missing from the list alone is not removal (a restarting bridge lists devices as it
+    #    finds them): the media player stays.
+    devices = env.observer.json("cast2mqtt/bridge/devices")
+    env.observer.publish("cast2mqtt/bridge/devices", json.dumps([d for d in devices if d["id"] != KITCHEN_ID]))
     time.sleep(1)  # give a wrong removal the chance to show
     assert ha.state(KITCHEN) is not None
-    mqtt.publish("cast2mqtt/kitchen/availability", b"", retain=True)
-    wait_for(lambda: ha.state(KITCHEN) is None, 30, what="media_player.kitchen to go")
-    restart_bridge(env)
-    ha.wait_state(KITCHEN, lambda s: s["state"] not in ("unavailable", "unknown"), timeout=60)
 
 
 def test_home_assistant_restart_keeps_the_media_players(env: Env):

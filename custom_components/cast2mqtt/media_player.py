@@ -194,7 +194,13 @@ async def _async_remove_device(
         entities.async_remove(entity_id)
     devices = dr.async_get(hass)
     if device := devices.async_get_device(identifiers={_device_identifier(device_id)}):
-        devices.async_update_device(device.id, remove_config_entry_id=entry.entry_id)
+        if er.async_entries_for_device(entities, device.id, include_disabled_entities=True):
+            # The MQTT entities are still there; the MQTT integration removes the device with them.
+            devices.async_update_device(device.id, remove_config_entry_id=entry.entry_id)
+        else:
+            # The MQTT integration went first and kept the device because this media player was
+            # still on it: nothing is left on the device, so it goes.
+            devices.async_remove_device(device.id)
 
 
 def _unique_id(device_id: str) -> str:
