@@ -102,6 +102,15 @@ def test_entities_of_every_device_and_of_the_bridge(bridge, ha, mqtt):
     assert_clean_log(ha)
 
 
+def test_the_bridge_refresh_button(bridge, ha, sim):
+    """Refresh on the bridge device queries every device again."""
+    def status_reads() -> int:
+        return len(sim.received(KITCHEN_ID, namespace="urn:x-cast:com.google.cast.receiver", type="GET_STATUS"))
+    before = status_reads()
+    ha.call("button", "press", entity_id="button.cast2mqtt_bridge_refresh")
+    wait_for(lambda: status_reads() > before, 20, 0.2, "a receiver GET_STATUS after Refresh")
+
+
 def test_states_follow_the_device(bridge, ha, sim, mqtt):
     """Volume and mute changed on the device itself, media loaded through the bridge, and a
     stream moved to the other device by the cloud (another sender)."""
