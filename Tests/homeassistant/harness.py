@@ -312,6 +312,8 @@ class HomeAssistant:
             "  unit_system: metric\n  time_zone: UTC\n  country: DE\n  currency: EUR\n"
             # The URL media players get for Home Assistant's own media (media_source, TTS).
             f"  internal_url: {self.base}\n"
+            # Explicit: in a container (/.dockerenv) the default would be /media.
+            f"  media_dirs:\n    local: {json.dumps(str(self.config_dir / 'media'))}\n"
             "http:\n"
             "  server_host: 127.0.0.1\n"
             f"  server_port: {self.port}\n"
@@ -325,6 +327,7 @@ class HomeAssistant:
             target.parent.mkdir(exist_ok=True)
             if not target.is_symlink():
                 target.symlink_to(pathlib.Path(folder).resolve(), target_is_directory=True)
+        (self.config_dir / "media").mkdir(exist_ok=True)
         for name, content in (media_files or {}).items():
             path = self.config_dir / "media" / name
             path.parent.mkdir(parents=True, exist_ok=True)

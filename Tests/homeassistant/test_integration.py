@@ -266,6 +266,13 @@ def test_announce_restores_the_previous_media(env: Env):
     ha.wait_state(TV, lambda s: s["attributes"].get("media_position", 0) >= 30)
     loads = len(received(env, TV_ID, MEDIA, "LOAD"))
 
+    # The media browser lists Home Assistant's media sources, down to the clip.
+    root, local = ha.ws({"type": "media_player/browse_media", "entity_id": TV},
+                        {"type": "media_player/browse_media", "entity_id": TV,
+                         "media_content_id": "media-source://media_source/local/.", "media_content_type": "app"})
+    assert "media-source://media_source" in [child["media_content_id"] for child in root["children"]], root
+    assert CHIME in [child["media_content_id"] for child in local["children"]], local
+
     # What tts.speak does: play_media with announce and a media-source:// item, which Home
     # Assistant resolves to a signed URL of its own.
     service(ha, "media_player", "play_media", entity_id=TV, media_content_id=CHIME,
