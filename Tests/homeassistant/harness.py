@@ -290,9 +290,15 @@ class Bridge:
 class HomeAssistant:
     """Home Assistant Core, headless on 127.0.0.1, with only what the tests need loaded."""
 
-    def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = ""):
+    def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = "",
+                 custom_components: pathlib.Path | None = None):
+        """`extra_config` is appended to configuration.yaml; `custom_components` (a directory
+        holding `<domain>/manifest.json` ...) is copied into the config dir."""
         self.config_dir = workdir / "ha-config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
+        if custom_components is not None:
+            import shutil
+            shutil.copytree(custom_components, self.config_dir / "custom_components", dirs_exist_ok=True)
         self.broker = broker
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
