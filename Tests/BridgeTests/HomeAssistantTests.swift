@@ -231,7 +231,8 @@ import Testing
         let decoded = try JSONDecoder().decode(PublishedSnapshot.self, from: encoded)
 
         var second = Harness { $0.discovery.exclude = ["Kitchen Speaker"] }
-        second.core.restorePublished(decoded, staticIDs: [speakerID])
+        // Discovery's include/exclude rule, as the daemon hands it over.
+        second.core.restorePublished(decoded, staticIDs: [speakerID], admitted: { _, name in name != "Kitchen Speaker" })
         let out = second.feed(.mqttConnected)
         let speakerConfig = "homeassistant/device/cast2mqtt_\(speakerID)/config"
         #expect(out.on(speakerConfig).first?.payload.isEmpty == true)
