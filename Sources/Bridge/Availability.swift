@@ -7,12 +7,7 @@ import Foundation
 /// (the next event) turns availability online.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
-        guard configuration.discovery.admits(id: d.id, name: d.friendlyName) else {
-            // Excluded (or not included): forget it if it was known.
-            out.logs.append("ignoring \(d.friendlyName) (\(d.id)): excluded by discovery.include/exclude")
-            deviceRemoved(d.id, now: now, &out)
-            return
-        }
+        // include/exclude is Discovery's: a device that reaches the core is admitted.
         if var existing = devices[d.id] {
             guard existing.descriptor != d else { return }
             existing.descriptor = d

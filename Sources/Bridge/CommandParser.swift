@@ -7,17 +7,6 @@ public struct ParseFailure: Error, Sendable, Hashable {
     public var id: JSONValue?
 }
 
-/// Size rules for Cast messages: a whole CastMessage is at most 64 KiB, so the payload gets
-/// 64 KiB minus room for the envelope (ids, namespace, protobuf tags).
-public enum CastLimits {
-    public static let maxMessageBytes = 65_536
-    public static let envelopeReserve = 256
-
-    public static func fits(payloadBytes: Int, namespace: String) -> Bool {
-        payloadBytes + namespace.utf8.count + envelopeReserve <= maxMessageBytes
-    }
-}
-
 /// Turns MQTT payloads into typed commands. Every input is hostile until parsed here: sizes are
 /// bounded, text must be UTF-8, JSON must be an object with known keys of the right types, and
 /// every value is range-checked. Nothing here touches device state.
@@ -399,7 +388,7 @@ public struct CommandParser: Sendable {
     }
 
     func checkCastSize(_ bytes: Int, namespace: String) throws {
-        guard CastLimits.fits(payloadBytes: bytes, namespace: namespace) else {
+        guard CastFraming.fits(payloadBytes: bytes, namespace: namespace) else {
             throw BridgeError(.payloadTooLarge, "the Cast message would have \(bytes) bytes; a Cast message is at most 64 KiB")
         }
     }

@@ -46,13 +46,6 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var include: [String] = []
         public var exclude: [String] = []
         public init() {}
-
-        /// Whether a device passes include/exclude (matched against its name and id, case-insensitive).
-        public func admits(id: String, name: String) -> Bool {
-            let keys = [id.lowercased(), name.lowercased()]
-            if exclude.contains(where: { keys.contains($0.lowercased()) }) { return false }
-            return include.isEmpty || include.contains(where: { keys.contains($0.lowercased()) })
-        }
     }
 
     public struct Cast: Sendable, Hashable {

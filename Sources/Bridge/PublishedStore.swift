@@ -43,13 +43,14 @@ extension BridgeCore {
     public var publishedSnapshot: PublishedSnapshot { published }
 
     /// Seeds what a previous run published. `staticIDs`: the ids of the configured static
-    /// devices (as Discovery computes them). Devices that are gone are cleared on the first
-    /// broker connect.
-    public mutating func restorePublished(_ snapshot: PublishedSnapshot, staticIDs: Set<DeviceID>) {
+    /// devices (as Discovery computes them); `admitted`: Discovery's include/exclude rule (id,
+    /// friendly name). Devices that are gone are cleared on the first broker connect.
+    public mutating func restorePublished(_ snapshot: PublishedSnapshot, staticIDs: Set<DeviceID>,
+                                          admitted: (DeviceID, String) -> Bool = { _, _ in true }) {
         published = snapshot
         goneAtStart = snapshot.devices.keys.filter { id in
             guard let entry = snapshot.devices[id] else { return false }
-            if !configuration.discovery.admits(id: id, name: entry.name) { return true }
+            if !admitted(id, entry.name) { return true }
             return entry.source == DeviceSource.static.rawValue && !staticIDs.contains(id) && !configuration.discovery.mdns
         }.sorted()
     }

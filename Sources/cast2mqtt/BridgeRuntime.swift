@@ -44,7 +44,10 @@ final class BridgeRuntime: Service, Sendable {
         if let snapshot = sessions.load() { core.restore(snapshot) }
         let published = PublishedFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = published.load() {
-            core.restorePublished(snapshot, staticIDs: Set(Adapt.discoveryConfiguration(configuration).staticDevices.map(\.effectiveID)))
+            let discoveryConfiguration = Adapt.discoveryConfiguration(configuration)
+            let filter = DeviceFilter(include: discoveryConfiguration.include, exclude: discoveryConfiguration.exclude)
+            core.restorePublished(snapshot, staticIDs: Set(discoveryConfiguration.staticDevices.map(\.effectiveID)),
+                                  admitted: { filter.allows(id: $0, friendlyName: $1) })
         }
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: logger)

@@ -95,8 +95,6 @@ import Testing
         #expect(c.discovery.devices == [.init(host: "192.0.2.10", port: 8009, name: "Living Room TV", id: nil, topic: "tv"),
                                         .init(host: "192.0.2.20")])
         #expect(c.discovery.exclude == ["Bedroom"])
-        #expect(!c.discovery.admits(id: "x", name: "bedroom"))
-        #expect(c.discovery.admits(id: "x", name: "Kitchen"))
         #expect(c.cast.heartbeatTimeout == 12.5)
         #expect(c.cast.reconnectInitial == 1)
         #expect(c.cast.reconnectMax == 30)
@@ -200,13 +198,5 @@ import Testing
             #expect(docs.contains("`\(path)`"), "\(path)")
             #expect(example.contains(env), "\(env)")
         }
-    }
-
-
-    @Test func excludedDevicesAreIgnored() {
-        var h = Harness { $0.discovery.exclude = ["Living Room TV"] }
-        let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        #expect(out.publications.isEmpty)
-        #expect(h.core.devices.isEmpty)
     }
 }

@@ -292,8 +292,9 @@ class HomeAssistant:
 
     def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = "",
                  custom_components: Iterable[pathlib.Path] = (), media_files: dict[str, bytes] | None = None):
-        """`custom_components`: integration folders to load (symlinked into
-        `<config>/custom_components/<folder name>`, so the repository's code is what runs).
+        """`extra_config` is appended to configuration.yaml. `custom_components`: integration
+        folders (`<domain>/manifest.json` ...) to load, symlinked into
+        `<config>/custom_components/<folder name>` so the repository's code is what runs.
         `media_files`: files for the local media folder (`media-source://media_source/local/...`)."""
         self.config_dir = workdir / "ha-config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
