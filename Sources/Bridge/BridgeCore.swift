@@ -130,7 +130,7 @@ public struct BridgeCore: Sendable {
             return
         }
         func context(_ name: String, default defaultTopic: String) -> CommandContext {
-            CommandContext(name: name, id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
+            CommandContext(name: String(name.prefix(64)), id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
                            correlationData: Self.validResponseTopic(responseTopic) == nil ? nil : correlationData)
         }
         switch parsed {
