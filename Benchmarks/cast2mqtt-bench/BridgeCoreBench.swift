@@ -131,7 +131,9 @@ enum BridgeCoreBench {
                 for op in out.operations { pendingCommands.append((op.token, d, Double(percent) / 100)) }
             default:
                 if let p = pendingCommands.popLast() {
-                    _ = feed(.completion, .operationCompleted(p.token, .success(.receiverStatus(receiver(level: p.level)))))
+                    // As the daemon sees it: the answering status first, then the completion.
+                    _ = feed(.receiverVolume, .receiverStatus(deviceID(p.1), receiver(level: p.level)))
+                    _ = feed(.completion, .operationCompleted(p.token, .success(.done)))
                 } else {
                     _ = feed(.receiverVolume, .receiverStatus(id, receiver(level: 0.3)))
                 }

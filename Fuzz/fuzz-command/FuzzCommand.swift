@@ -10,8 +10,8 @@ import FuzzSupport
 /// The message goes through `BridgeCore.handle(.mqttMessage)`, the daemon's path: topic grammar,
 /// command parser, bridge requests, and the command's execution against two online devices (a TV
 /// playing media in the Default Media Receiver, an idle speaker). Every operation it asks for is
-/// answered with a plausible result, for up to four rounds, then a clock tick a minute later
-/// times out whatever still waits.
+/// answered with a plausible result and the TV's status, for up to four rounds, then a clock tick
+/// a minute later times out whatever still waits.
 func fuzzCommand(_ input: UnsafeRawBufferPointer) {
     var core = onlineCore
     var message = input
@@ -32,6 +32,9 @@ func fuzzCommand(_ input: UnsafeRawBufferPointer) {
         for op in out.operations {
             next.operations += core.handle(.operationCompleted(op.token, .success(answer(op.kind))), now: t0).operations
         }
+        // The device's status after it acted, as the client reports it.
+        next.operations += core.handle(.receiverStatus(tvID, tvStatus), now: t0).operations
+        next.operations += core.handle(.mediaStatus(tvID, [playing]), now: t0).operations
         out = next
     }
     _ = core.handle(.tick, now: t0.addingTimeInterval(60))
@@ -52,13 +55,12 @@ private let playing = MediaStatus(
                             metadata: MediaMetadata(metadataType: 3, title: "Song", artist: "Artist"), duration: 212.5),
     playerState: "PLAYING", currentTime: 31.2, playbackRate: 1, supportedMediaCommands: 274447)
 
-/// What a device would plausibly answer to each kind of operation.
+/// What a device would plausibly answer to each kind of operation (statuses arrive as events).
 private func answer(_ kind: CastOperationKind) -> OperationResult {
     switch kind {
-    case .getReceiverStatus, .launch, .stopApp, .setVolume, .setMuted: return .receiverStatus(tvStatus)
-    case .getMediaStatus, .media, .load, .queueLoad, .resumeSession: return .mediaStatus([playing])
     case .send(_, _, _, let awaitReply): return awaitReply ? .appMessage(.string(#"{"type":"PONG"}"#)) : .done
     case .storeSession: return .sessionState(.object(["loadRequestData": .object([:])]))
+    default: return .done
     }
 }
 
@@ -76,13 +78,9 @@ private let onlineCore: BridgeCore = {
     _ = core.handle(.mqttConnected, now: t0)
     for (descriptor, status) in devices {
         _ = core.handle(.deviceDiscovered(descriptor), now: t0)
-        let connect = core.handle(.castConnected(descriptor.id), now: t0)
-        for op in connect.operations {
-            let answered = core.handle(.operationCompleted(op.token, .success(.receiverStatus(status))), now: t0)
-            for join in answered.operations where join.kind == .getMediaStatus {
-                _ = core.handle(.operationCompleted(join.token, .success(.mediaStatus([playing]))), now: t0)
-            }
-        }
+        _ = core.handle(.castConnected(descriptor.id), now: t0)
+        _ = core.handle(.receiverStatus(descriptor.id, status), now: t0)
+        if status.activeApp != nil { _ = core.handle(.mediaStatus(descriptor.id, [playing]), now: t0) }
     }
     // Past the startup hold: commands run at once.
     _ = core.handle(.tick, now: t0.addingTimeInterval(30))

@@ -2,8 +2,9 @@ import CastProtocol
 import Foundation
 
 /// Device lifecycle: discovery add/update/remove, Cast connect/disconnect, availability.
-/// A device is `online` only after it answered on the current connection: `castConnected`
-/// triggers a receiver GET_STATUS, and the first RECEIVER_STATUS turns availability online.
+/// A device is `online` only after it answered on the current connection: the client reports
+/// `castConnected` once the receiver platform answered, and the RECEIVER_STATUS it answered with
+/// (the next event) turns availability online.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
         guard configuration.discovery.admits(id: d.id, name: d.friendlyName) else {
@@ -35,11 +36,15 @@ extension BridgeCore {
 
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
     mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
-        guard let device = devices.removeValue(forKey: id) else { return }
-        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
-            pending.removeValue(forKey: token)
-            continueAfter(op, .failure(BridgeError(.unknownDevice, "the device was removed")), now: now, &out)
+        guard devices[id] != nil else { return }
+        let removed = BridgeError(.unknownDevice, "the device was removed")
+        drainWaiting(id, removed, now: now, &out)
+        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
+            guard let op = finishOperation(token) else { continue }
+            continueAfter(op, .failure(removed), now: now, &out)
         }
+        drainWaiting(id, removed, now: now, &out)
+        guard let device = devices.removeValue(forKey: id) else { return }
         clearDiscovery(device, &out)
         for leaf in ["availability", "info", "receiver", "media", "state"] {
             clearRetained(topics.device(device.topic, leaf), &out)
@@ -52,8 +57,6 @@ extension BridgeCore {
     mutating func castConnected(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
         guard devices[id] != nil else { return }
         devices[id]?.connected = true
-        devices[id]?.joinedSession = nil
-        enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out)
     }
 
     mutating func castDisconnected(_ id: DeviceID, reason: String, now: Date, _ out: inout BridgeOutput) {
@@ -61,12 +64,13 @@ extension BridgeCore {
         let wasOnline = device.online
         devices[id]?.connected = false
         devices[id]?.online = false
-        devices[id]?.joinedSession = nil
         if wasOnline { devices[id]?.offlineSince = now }
-        for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deviceID == id {
-            pending.removeValue(forKey: token)
-            continueAfter(op, .failure(BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")), now: now, &out)
+        let lost = BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")
+        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
+            guard let op = finishOperation(token) else { continue }
+            continueAfter(op, .failure(lost), now: now, &out)
         }
+        drainWaiting(id, lost, now: now, &out)
         if wasOnline {
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)

@@ -55,6 +55,10 @@ public struct BridgeCore: Sendable {
     var transferCandidates: [TransferCandidate] = []
     var announcements: [DeviceID: AnnounceJob] = [:]
     var restoredSessions: [DeviceID: SessionSnapshot.Entry] = [:]
+    /// Commands answered `busy` because their device's queue was full.
+    var busyRejections = 0
+    /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
+    public var inputOverload: [String: Int] = [:]
 
     public init(configuration: BridgeConfiguration, startedAt: Date) {
         self.configuration = configuration
@@ -74,10 +78,17 @@ public struct BridgeCore: Sendable {
     public mutating func shutdown(now: Date = Date()) -> BridgeOutput {
         var out = BridgeOutput()
         // Every command still waiting gets its one answer.
+        let stopping = BridgeError(.internal, "the bridge is shutting down")
+        for id in devices.keys.sorted() {
+            devices[id]?.online = false
+            drainWaiting(id, stopping, now: now, &out)
+        }
         for (token, op) in pending.sorted(by: { $0.key < $1.key }) {
             pending.removeValue(forKey: token)
-            continueAfter(op, .failure(BridgeError(.internal, "the bridge is shutting down")), now: now, &out)
+            continueAfter(op, .failure(stopping), now: now, &out)
         }
+        // Follow-up steps of jobs that just failed must not start anything either.
+        for id in devices.keys.sorted() { drainWaiting(id, stopping, now: now, &out) }
         out.operations.removeAll()
         for id in devices.keys.sorted() { devices[id]?.online = false; publishAvailability(id, &out) }
         out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
@@ -90,6 +101,8 @@ public struct BridgeCore: Sendable {
         case .mqttConnected: mqttConnected(now: now, &out)
         case .mqttMessage(let topic, let payload, let responseTopic, let correlation):
             mqttMessage(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
+        case .mqttOverloaded(let topic, let payload, let responseTopic, let correlation):
+            mqttOverloaded(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, &out)
         case .deviceDiscovered(let d), .deviceUpdated(let d): deviceSeen(d, now: now, &out)
         case .deviceRemoved(let id): deviceRemoved(id, now: now, &out)
         case .castConnected(let id): castConnected(id, now: now, &out)
@@ -157,6 +170,25 @@ public struct BridgeCore: Sendable {
         }
     }
 
+    /// Answers `busy` to a command or request that arrived while the bridge was overloaded.
+    mutating func mqttOverloaded(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?,
+                                 _ out: inout BridgeOutput) {
+        let name: String
+        let defaultTopic: String
+        switch topics.parse(topic) {
+        case .deviceCommand(let dev, let command)?: (name, defaultTopic) = (command, topics.response(dev))
+        case .deviceSend(let dev, _)?: (name, defaultTopic) = ("send", topics.response(dev))
+        case .bridgeRequest(let request)?: (name, defaultTopic) = (request, topics.bridgeResponse(request))
+        case .homeAssistantStatus?, nil: return
+        }
+        let valid = Self.validResponseTopic(responseTopic)
+        var ctx = CommandContext(name: name, id: nil, responseTopic: valid ?? defaultTopic,
+                                 correlationData: valid == nil ? nil : correlationData)
+        if case .success(let (_, id)) = parser.bodyAndID(payload) { ctx.id = id }
+        busyRejections += 1
+        respond(ctx, .failure(BridgeError(.busy, "the bridge is overloaded; the command was not run, try again")), &out)
+    }
+
     /// An MQTT 5 Response Topic is used only when it is a valid topic name.
     static func validResponseTopic(_ t: String?) -> String? {
         guard let t, !t.isEmpty, t.utf8.count <= 1024, !t.contains("+"), !t.contains("#"), !t.contains("\u{0}") else { return nil }
@@ -165,9 +197,15 @@ public struct BridgeCore: Sendable {
 
     // MARK: - Operations
 
+    /// Starts an operation on a device, or queues it behind the device's running one.
     mutating func enqueue(_ device: DeviceID, _ kind: CastOperationKind, purpose: Purpose, now: Date,
                           timeout: Double? = nil, _ out: inout BridgeOutput) {
+        if devices[device]?.inFlight != nil {
+            devices[device]?.waiting.append(.operation(kind, purpose, timeout: timeout))
+            return
+        }
         let token = OperationToken(nextToken)
+        devices[device]?.inFlight = token
         nextToken += 1
         let seconds = timeout ?? configuration.cast.requestTimeout
         // The I/O side bounds every Cast request by `request_timeout`; an operation of several
@@ -176,23 +214,26 @@ public struct BridgeCore: Sendable {
         let deadline = seconds * Double(kind.castSteps) + 1
         pending[token] = PendingOperation(deviceID: device, deadline: now.addingTimeInterval(deadline), purpose: purpose)
         out.operations.append(CastOperation(token: token, deviceID: device, kind: kind,
-                                            timeout: .milliseconds(Int64((seconds * 1000).rounded()))))
+                                            timeout: .seconds(clamping: seconds)))
     }
 
     mutating func operationCompleted(_ token: OperationToken, _ result: Result<OperationResult, BridgeError>, now: Date,
                                      _ out: inout BridgeOutput) {
-        guard let op = pending.removeValue(forKey: token) else {
+        // The device state this operation changed arrived before this completion, through the
+        // Cast events: a completion carries success or failure (and a reply's data), not state.
+        guard let op = finishOperation(token) else {
             out.logs.append("ignoring the late completion of \(token)")
             return
         }
-        if case .success(let value) = result {
-            switch value {
-            case .receiverStatus(let s): applyReceiverStatus(op.deviceID, s, now: now, &out)
-            case .mediaStatus(let s): applyMediaStatus(op.deviceID, s, now: now, &out)
-            case .appMessage, .sessionState, .done: break
-            }
-        }
         continueAfter(op, result, now: now, &out)
+        startNext(op.deviceID, now: now, &out)
+    }
+
+    /// Forgets a pending operation and frees its device for the next one.
+    mutating func finishOperation(_ token: OperationToken) -> PendingOperation? {
+        guard let op = pending.removeValue(forKey: token) else { return nil }
+        if devices[op.deviceID]?.inFlight == token { devices[op.deviceID]?.inFlight = nil }
+        return op
     }
 
     mutating func continueAfter(_ op: PendingOperation, _ result: Result<OperationResult, BridgeError>, now: Date,
@@ -213,9 +254,10 @@ public struct BridgeCore: Sendable {
 
     mutating func tick(now: Date, _ out: inout BridgeOutput) {
         for (token, op) in pending.sorted(by: { $0.key < $1.key }) where op.deadline <= now {
-            pending.removeValue(forKey: token)
+            guard let op = finishOperation(token) else { continue }
             continueAfter(op, .failure(BridgeError(.timeout, "the device did not answer within \(formatSeconds(configuration.cast.requestTimeout)) s")),
                           now: now, &out)
+            startNext(op.deviceID, now: now, &out)
         }
         if bridgeTopicsDirty { bridgeTopicsChanged(now: now, &out) }
         releaseHeld(device: nil, now: now, &out)
@@ -277,6 +319,7 @@ public struct BridgeCore: Sendable {
     }
 }
 
+/// Seconds for a message: `10`, `2.5`; any value, also one a device made up (`1e19`), prints.
 func formatSeconds(_ s: Double) -> String {
-    s.rounded() == s ? String(Int(s)) : String(s)
+    Int(jsonNumber: s).map(String.init) ?? String(s)
 }

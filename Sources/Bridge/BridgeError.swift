@@ -17,6 +17,8 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case invalidPlayerState = "invalid_player_state"
     case namespaceNotAllowed = "namespace_not_allowed"
     case payloadTooLarge = "payload_too_large"
+    /// The device's queue of waiting commands is full (`BridgeCore.maxWaitingCommands`).
+    case busy
     case `internal`
 }
 

@@ -45,8 +45,11 @@ extension BridgeCore {
         case .devices:
             respond(ctx, .success(devicesDocument()), &out)
         case .healthCheck:
+            var overload = inputOverload.mapValues { JSONValue.number(Double($0)) }
+            overload["busy_commands"] = .int(busyRejections)
             respond(ctx, .success(.object(["healthy": .bool(true), "devices": .int(devices.count), "online": .int(onlineCount),
-                                           "mqtt_reconnects": .int(max(0, mqttConnects - 1))])), &out)
+                                           "mqtt_reconnects": .int(max(0, mqttConnects - 1)),
+                                           "overload": .object(overload)])), &out)
         case .refresh:
             let online = devices.values.filter(\.online).map(\.id).sorted()
             for id in online { enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out) }

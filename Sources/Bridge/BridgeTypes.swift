@@ -60,6 +60,9 @@ public enum BridgeInput: Sendable {
     /// A message arrived on a subscribed topic. `responseTopic` / `correlationData` are the
     /// MQTT 5 properties, when the publisher set them.
     case mqttMessage(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?)
+    /// A message that arrived while the bridge's input queue was over its bound: a command or
+    /// request is answered `busy` at once (never run, never dropped silently).
+    case mqttOverloaded(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?)
     case deviceDiscovered(DeviceDescriptor)
     case deviceUpdated(DeviceDescriptor)
     case deviceRemoved(DeviceID)
@@ -83,17 +86,15 @@ public enum BridgeInput: Sendable {
     case homeAssistantOnline
 }
 
-/// What an operation answered with.
+/// What an operation answered with, beyond success. Device state is not here: the statuses that
+/// answer a request reach the bridge as `.receiverStatus` / `.mediaStatus` inputs, in the order
+/// the device sent them and before the operation's completion.
 public enum OperationResult: Sendable, Hashable {
-    /// The RECEIVER_STATUS answering the request (getReceiverStatus, launch, stopApp, setVolume, setMuted).
-    case receiverStatus(ReceiverStatus)
-    /// The MEDIA_STATUS answering the request (getMediaStatus, media, load, queueLoad, resumeSession).
-    case mediaStatus([MediaStatus])
     /// The app's reply on the namespace (`send` with `awaitReply`).
     case appMessage(CastPayload)
     /// SESSION_STATE's `sessionState` (storeSession).
     case sessionState(JSONValue)
-    /// Sent, nothing to wait for (`send` without `awaitReply`).
+    /// Done: the device confirmed (or, for `send` without `awaitReply`, the message was written).
     case done
 }
 
@@ -143,25 +144,25 @@ public struct CastOperation: Sendable, Hashable {
 
 /// What to do on the device. See docs/architecture notes in each case.
 public enum CastOperationKind: Sendable, Hashable {
-    /// Receiver GET_STATUS -> `.receiverStatus`.
+    /// Receiver GET_STATUS (the status arrives as an event).
     case getReceiverStatus
     /// Join the running app (CONNECT to its transportId if not yet connected) and send media
-    /// GET_STATUS -> `.mediaStatus` (an empty array when there is no media session).
+    /// GET_STATUS (the status arrives as an event; nothing is sent without a joined app).
     case getMediaStatus
-    /// Receiver LAUNCH -> `.receiverStatus` carrying the new app (LAUNCH_ERROR -> `launch_error`).
+    /// Receiver LAUNCH (LAUNCH_ERROR -> `launch_error`).
     case launch(appId: String)
-    /// Receiver STOP of that session -> `.receiverStatus`.
+    /// Receiver STOP of that session.
     case stopApp(sessionId: String)
-    /// Receiver SET_VOLUME level (already clamped to 0...1) -> `.receiverStatus`.
+    /// Receiver SET_VOLUME level (already clamped to 0...1).
     case setVolume(level: Double)
-    /// Receiver SET_VOLUME muted -> `.receiverStatus`.
+    /// Receiver SET_VOLUME muted.
     case setMuted(Bool)
     /// A media-namespace request to the joined app, with the mediaSessionId already filled in
-    /// -> `.mediaStatus` (media error replies -> the matching `BridgeError`).
+    /// (media error replies -> the matching `BridgeError`).
     case media(MediaRequest)
-    /// Launch `appId` unless it already runs, join it, then LOAD -> `.mediaStatus`.
+    /// Launch `appId` unless it already runs, join it, then LOAD (the status arrives as an event).
     case load(LoadRequest, appId: String)
-    /// Launch `appId` unless it already runs, join it, then QUEUE_LOAD -> `.mediaStatus`.
+    /// Launch `appId` unless it already runs, join it, then QUEUE_LOAD (the status arrives as an event).
     case queueLoad(QueueLoadRequest, appId: String)
     /// Launch `appId` (when given and not running), join the running app and send `payload` on
     /// `namespace`. With `awaitReply`, complete with the next message of the app on that
@@ -169,7 +170,7 @@ public enum CastOperationKind: Sendable, Hashable {
     case send(namespace: String, payload: CastPayload, appId: String?, awaitReply: Bool)
     /// Media STORE_SESSION to the joined app -> `.sessionState`.
     case storeSession(mediaSessionId: Int?)
-    /// Launch `appId` unless it runs, join it, media RESUME_SESSION -> `.mediaStatus`.
+    /// Launch `appId` unless it runs, join it, media RESUME_SESSION (the status arrives as an event).
     case resumeSession(sessionState: JSONValue, appId: String)
 }
 
@@ -191,6 +192,9 @@ public struct BridgeOutput: Sendable {
     public var operations: [CastOperation] = []
     /// Human-readable lines for the log (level chosen by the I/O side: info).
     public var logs: [String] = []
+    /// Lines for the debug log: things a hostile or broken device does, which must not flood
+    /// the operator's log.
+    public var debugLogs: [String] = []
     /// A running app session started or ended: save `sessionSnapshot()` to `state_dir`.
     public var sessionsChanged = false
 
@@ -207,6 +211,7 @@ public struct BridgeOutput: Sendable {
         publications += other.publications
         operations += other.operations
         logs += other.logs
+        debugLogs += other.debugLogs
         sessionsChanged = sessionsChanged || other.sessionsChanged
     }
 }

@@ -45,6 +45,9 @@ public struct CommandParser: Sendable {
         case json([String: JSONValue])
     }
 
+    /// How deep a command's JSON may nest (objects and arrays), `custom_data` included.
+    static let maxJSONDepth = 32
+
     func body(_ payload: [UInt8]) -> Result<Body, ParseFailure> {
         if payload.count > maxPayload {
             return .failure(ParseFailure(error: BridgeError(.payloadTooLarge,
@@ -57,6 +60,12 @@ public struct CommandParser: Sendable {
         guard trimmed.hasPrefix("{") else { return .success(.short(trimmed)) }
         guard let value = JSONOutput.parse(Array(trimmed.utf8)), case .object(let dict) = value else {
             return .failure(ParseFailure(error: .invalid("the payload starts with { but is not a valid JSON object"), id: nil))
+        }
+        // The device echoes what we send inside its own status, a few levels deeper; past its
+        // decoder's limit the answer could not be read and the command would end in `timeout`.
+        if value.depth > Self.maxJSONDepth {
+            return .failure(ParseFailure(error: .invalid(
+                "the JSON nests more than \(Self.maxJSONDepth) levels deep; flatten custom_data or data"), id: nil))
         }
         return .success(.json(dict))
     }

@@ -24,6 +24,17 @@ extension BridgeCore {
             respond(ctx, .failure(BridgeError(.deviceOffline, "\(device.topic) is offline; the command was not sent")), &out)
             return
         }
+        if isBusy(id) {
+            queueCommand(command, device: id, ctx, &out)
+            return
+        }
+        startCommand(command, device: id, ctx, now: now, &out)
+    }
+
+    /// Plans a command against the device's state now (its turn has come) and starts it.
+    mutating func startCommand(_ command: DeviceCommand, device id: DeviceID, _ ctx: CommandContext, now: Date,
+                               _ out: inout BridgeOutput) {
+        guard let device = devices[id] else { return }
         switch plan(command, device: device) {
         case .failure(let error):
             respond(ctx, .failure(error), &out)

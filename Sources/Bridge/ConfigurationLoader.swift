@@ -202,10 +202,13 @@ public enum ConfigurationLoader {
             guard let text = node.scalar?.string else { throw fail("5 or \"3.1.1\"") }
             return .string(text)
         case .int:
-            guard tag == .int, let v = node.int else { throw fail("an integer") }
+            guard tag == .int else { throw fail("an integer") }
+            guard let v = node.int else {
+                throw ConfigurationError(path: path, message: "\(node.string ?? "the value") is out of range for an integer")
+            }
             return .int(v)
         case .double:
-            guard tag == .int || tag == .float, let v = node.float else { throw fail("a number") }
+            guard tag == .int || tag == .float, let v = node.float, v.isFinite else { throw fail("a number") }
             return .double(v)
         case .bool:
             guard tag == .bool, let v = node.bool else { throw fail("true or false") }
@@ -300,16 +303,24 @@ public enum ConfigurationLoader {
         try check((0...2).contains(c.mqtt.qos), "mqtt.qos", "must be 0, 1 or 2")
         try check((5...65535).contains(c.mqtt.keepalive), "mqtt.keepalive", "must be 5-65535 seconds")
         try check((256...268_435_455).contains(c.mqtt.maxPayload), "mqtt.max_payload", "must be 256-268435455 bytes")
-        try check(c.cast.heartbeatInterval > 0, "cast.heartbeat_interval", "must be > 0")
+        // Times in seconds: every timer has a range that makes sense for a LAN device, and
+        // none can be so large that converting it to a timer would overflow.
+        func seconds(_ v: Double, _ path: String, _ range: ClosedRange<Double>) throws {
+            try check(v.isFinite && range.contains(v), path,
+                      "must be \(formatSeconds(range.lowerBound))-\(formatSeconds(range.upperBound)) seconds")
+        }
+        try seconds(c.cast.heartbeatInterval, "cast.heartbeat_interval", 0.1...3600)
+        try seconds(c.cast.heartbeatTimeout, "cast.heartbeat_timeout", 0.2...86_400)
         try check(c.cast.heartbeatTimeout > c.cast.heartbeatInterval, "cast.heartbeat_timeout", "must be greater than cast.heartbeat_interval")
-        try check(c.cast.requestTimeout > 0, "cast.request_timeout", "must be > 0")
-        try check(c.cast.reconnectInitial > 0, "cast.reconnect.initial", "must be > 0")
+        try seconds(c.cast.requestTimeout, "cast.request_timeout", 0.1...3600)
+        try seconds(c.cast.reconnectInitial, "cast.reconnect.initial", 0.01...3600)
+        try seconds(c.cast.reconnectMax, "cast.reconnect.max", 0.01...86_400)
         try check(c.cast.reconnectMax >= c.cast.reconnectInitial, "cast.reconnect.max", "must be >= cast.reconnect.initial")
-        try check(c.cast.transferWindow >= 0, "cast.transfer_window", "must be >= 0")
+        try seconds(c.cast.transferWindow, "cast.transfer_window", 0...3600)
         for (n, p) in c.cast.allowedNamespaces.enumerated() {
             try check(p.hasPrefix("urn:x-cast:"), "cast.allowed_namespaces[\(n)]", "patterns must start with urn:x-cast:")
         }
-        try check(c.media.positionInterval >= 0, "media.position_interval", "must be >= 0 (0 = off)")
+        try seconds(c.media.positionInterval, "media.position_interval", 0...3600)
         try check(isTopicPrefix(c.homeassistant.discoveryPrefix), "homeassistant.discovery_prefix", "must be a non-empty topic without + or #")
         try check(!c.stateDir.isEmpty, "state_dir", "must not be empty")
         try check(["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(c.log.level), "log.level",

@@ -24,8 +24,10 @@ struct DeviceState: Sendable {
     /// Position, time and rate of the last published `media` document while playing: a new
     /// status whose position only follows from them is not a change worth republishing.
     var publishedPlayback: (position: Double, at: Date, rate: Double)?
-    /// The app session whose media status was requested (joined) on this connection.
-    var joinedSession: String?
+    /// The operation running on the device (per-device order, DeviceQueue.swift).
+    var inFlight: OperationToken?
+    /// Work waiting for `inFlight` to finish, in arrival order.
+    var waiting: [QueuedWork] = []
 
     init(descriptor: DeviceDescriptor, topic: String) {
         self.descriptor = descriptor

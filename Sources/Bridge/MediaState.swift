@@ -1,8 +1,9 @@
 import CastProtocol
 import Foundation
 
-/// Applies RECEIVER_STATUS / MEDIA_STATUS to the device state, emits the events they imply, joins
-/// a running app's session (never relaunching it) and republishes what changed.
+/// Applies RECEIVER_STATUS / MEDIA_STATUS to the device state, emits the events they imply and
+/// republishes what changed. Joining a running app's session (CONNECT, media GET_STATUS) is the
+/// client's: it does it on every connection, and its statuses arrive here as events.
 extension BridgeCore {
     mutating func applyReceiverStatus(_ id: DeviceID, _ status: ReceiverStatus, now: Date, _ out: inout BridgeOutput) {
         guard let device = devices[id] else { return }
@@ -22,13 +23,6 @@ extension BridgeCore {
             receiverEvents(id, old: oldApp, new: newApp, now: now, &out)
             out.sessionsChanged = true
         }
-        // Join the running app's session once per connection and session: read its media status.
-        if let app = newApp, let updated = devices[id], updated.connected, updated.appSpeaksMedia,
-           updated.joinedSession != (app.sessionId ?? app.appId) {
-            devices[id]?.joinedSession = app.sessionId ?? app.appId
-            enqueue(id, .getMediaStatus, purpose: .internalQuery, now: now, &out)
-        }
-        if newApp == nil { devices[id]?.joinedSession = nil }
         publishDeviceState(id, now: now, &out)
     }
 
@@ -51,7 +45,7 @@ extension BridgeCore {
     }
 
     /// The device CLOSEd an app transport: that app's session is over. The receiver status that
-    /// follows tells what runs now.
+    /// follows (the client asks for it) tells what runs now.
     mutating func appSessionEnded(_ id: DeviceID, transportId: String, now: Date, _ out: inout BridgeOutput) {
         guard let device = devices[id], device.activeApp?.transportId == transportId else { return }
         if device.media != nil {
@@ -60,8 +54,6 @@ extension BridgeCore {
             devices[id]?.mediaUpdatedAt = now
             devices[id]?.positionUpdatedAt = nil
         }
-        devices[id]?.joinedSession = nil
         publishDeviceState(id, now: now, &out)
-        if device.connected { enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out) }
     }
 }

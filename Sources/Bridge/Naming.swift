@@ -45,16 +45,37 @@ public struct TopicNameRegistry: Sendable {
     /// The device that owns `name`, if any.
     public func device(named name: String) -> DeviceID? { taken[name] }
 
-    /// Assigns (or returns the already assigned) topic name of a device.
+    /// The longest base name (in UTF-8 bytes) before a suffix: leaves room for `_<hex4>` and
+    /// `_<n>` within the 128 bytes a topic name may have.
+    public static let maxBaseBytes = 96
+
+    /// `name` cut to at most `maxBaseBytes` UTF-8 bytes on a character boundary, without a
+    /// trailing `_`.
+    static func capped(_ name: String) -> String {
+        guard name.utf8.count > maxBaseBytes else { return name }
+        var out = ""
+        var bytes = 0
+        for character in name {
+            let size = character.utf8.count
+            if bytes + size > maxBaseBytes { break }
+            out.append(character)
+            bytes += size
+        }
+        while out.hasSuffix("_") { out.removeLast() }
+        return out
+    }
+
+    /// Assigns (or returns the already assigned) topic name of a device. Total: names of any
+    /// length and content give a valid name that no other device has.
     public mutating func assign(id: DeviceID, friendlyName: String, override: String? = nil) -> String {
         if let existing = byID[id] { return existing }
         var base: String
-        if let override, Self.isValidTopicName(override) {
-            base = override
+        if let override, Self.isValidTopicName(Self.capped(override)) {
+            base = Self.capped(override)
         } else if let override, !Self.slug(override).isEmpty {
-            base = Self.slug(override)
+            base = Self.capped(Self.slug(override))
         } else {
-            base = Self.slug(friendlyName)
+            base = Self.capped(Self.slug(friendlyName))
         }
         let suffix = String(Self.hexDigits(of: id).prefix(4))
         if base.isEmpty { base = "device" + (suffix.isEmpty ? "" : "_\(suffix)") }
@@ -62,9 +83,11 @@ public struct TopicNameRegistry: Sendable {
         if !Self.isValidTopicName(candidate) || taken[candidate] != nil {
             candidate = base + "_" + (suffix.isEmpty ? "x" : suffix)
         }
-        var n = 2
+        // `stem` is at most 96 + 5 bytes and valid apart from being taken, so `stem_<n>` is a
+        // valid name, and one of the first `taken.count + 1` numbers is free.
         let stem = candidate
-        while taken[candidate] != nil || !Self.isValidTopicName(candidate) {
+        var n = 2
+        while taken[candidate] != nil || !Self.isValidTopicName(candidate), n <= taken.count + 2 {
             candidate = "\(stem)_\(n)"
             n += 1
         }

@@ -23,7 +23,8 @@ extension BridgeCore {
         let doc = Self.responseDocument(ctx, result)
         out.publish(Publication(topic: ctx.responseTopic, payload: JSONOutput.bytes(doc), retain: false,
                                 correlationData: ctx.correlationData))
-        if case .failure(let e) = result { out.logs.append("\(ctx.name) failed: \(e)") }
+        // `busy` comes in bursts; it is logged once per burst where it is decided.
+        if case .failure(let e) = result, e.code != .busy { out.logs.append("\(ctx.name) failed: \(e)") }
     }
 
     /// The `data` of a successful device command, from the state after the answer was applied.

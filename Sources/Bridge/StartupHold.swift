@@ -23,7 +23,9 @@ extension BridgeCore {
     /// True when the command was held for later.
     mutating func holdIfStarting(device: String, topic: String, payload: [UInt8], responseTopic: String?,
                                  correlationData: [UInt8]?, now: Date) -> Bool {
-        guard now.timeIntervalSince(startedAt) < Self.startupHoldSeconds, heldCommands.count < Self.maxHeld else {
+        // An oversized payload is answered at once (`payload_too_large`), never stored.
+        guard now.timeIntervalSince(startedAt) < Self.startupHoldSeconds, heldCommands.count < Self.maxHeld,
+              payload.count <= configuration.mqtt.maxPayload else {
             return false
         }
         // Only devices that have not been online yet in this run: one that was online and went

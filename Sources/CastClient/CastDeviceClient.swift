@@ -3,15 +3,16 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import ServiceLifecycle
 
 /// The client of one Cast device: owns connect → session → backoff → reconnect, joins a running
 /// app instead of relaunching it, and offers the receiver and media commands as async calls that
 /// complete with the device's answer or a typed `CastError`.
 ///
-/// Run it as a ServiceLifecycle `Service` (or call `start()` / `shutdown()`); read `events`
-/// from exactly one task.
-public final class CastDeviceClient: Service, Sendable {
+/// Call `start()` and `shutdown()`. Events go either to `events` (read it from exactly one task)
+/// or, when an `onEvent` sink is given, straight to the sink, on the device's event loop, in
+/// order and before the request they answer completes: a consumer that feeds both the events and
+/// the completions into one queue sees a request's answering status before its completion.
+public final class CastDeviceClient: Sendable {
     public let address: CastDeviceAddress
     public let events: AsyncStream<CastClientEvent>
     private let connection: DeviceConnection
@@ -20,17 +21,34 @@ public final class CastDeviceClient: Service, Sendable {
     /// - Parameters:
     ///   - eventLoop: the loop this device lives on (pick one from a shared group: many
     ///     devices share a few loops, no thread per device).
+    ///   - sslContext: share one among many clients (`makeTLSContext()`); nil makes one.
+    ///   - onEvent: called on the device's loop for every event instead of `events`.
     public init(address: CastDeviceAddress, configuration: CastConnectionConfiguration = .init(),
-                eventLoop: any EventLoop, logger: Logger) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        // Devices present self-signed certificates; we record the fingerprint instead.
-        tls.certificateVerification = .none
-        let context = try NIOSSLContext(configuration: tls)
+                eventLoop: any EventLoop, logger: Logger, sslContext: NIOSSLContext? = nil,
+                onEvent: (@Sendable (CastClientEvent) -> Void)? = nil) throws {
+        let context = try sslContext ?? Self.makeTLSContext()
         let (stream, continuation) = AsyncStream.makeStream(of: CastClientEvent.self)
         self.address = address
         self.events = stream
+        let emit: @Sendable (CastClientEvent) -> Void
+        if let onEvent {
+            continuation.finish()
+            emit = onEvent
+        } else {
+            emit = { continuation.yield($0) }
+        }
         self.connection = DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
-                                           sslContext: context, logger: logger, continuation: continuation)
+                                           sslContext: context, logger: logger, emit: emit,
+                                           finishEvents: { continuation.finish() })
+    }
+
+    /// The TLS settings of a Cast sender: devices present self-signed certificates, so there is
+    /// no verification (the SHA-256 fingerprint is recorded instead). One context serves any
+    /// number of clients.
+    public static func makeTLSContext() throws -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        return try NIOSSLContext(configuration: tls)
     }
 
     // MARK: - Lifecycle
@@ -45,12 +63,6 @@ public final class CastDeviceClient: Service, Sendable {
     public func shutdown() async {
         let closed = eventLoop.flatSubmit { self.connection.shutdown() }
         _ = try? await closed.get()
-    }
-
-    public func run() async throws {
-        start()
-        try? await gracefulShutdown()
-        await shutdown()
     }
 
     /// The device was seen at `address` (mDNS): reconnect now if it moved or while waiting.
@@ -87,19 +99,24 @@ public final class CastDeviceClient: Service, Sendable {
     /// LAUNCH; completes with the status that shows the app running (and joined).
     @discardableResult
     public func launch(appId: String) async throws -> ReceiverApplication {
-        try await call {
-            let launch = self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
-                .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
-            }
-            return self.connection.waitForApp(appId, launch: launch)
-        }
+        try await call { self.launchOnLoop(appId) }
     }
 
     /// Joins `appId` if it already runs, otherwise launches it; never relaunches a running app.
+    /// The check and the launch happen in one step on the device's loop.
     @discardableResult
     public func ensureApp(_ appId: String) async throws -> ReceiverApplication {
-        if let app = await snapshot.app, app.appId == appId { return app }
-        return try await launch(appId: appId)
+        try await call {
+            if let app = self.connection.joinedApp, app.appId == appId { return self.eventLoop.makeSucceededFuture(app) }
+            return self.launchOnLoop(appId)
+        }
+    }
+
+    private func launchOnLoop(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
+        let launch = connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
+        }
+        return connection.waitForApp(appId, launch: launch)
     }
 
     /// STOP of the running session (`sessionId` nil = the joined app's session).

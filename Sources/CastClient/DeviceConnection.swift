@@ -26,7 +26,10 @@ final class DeviceConnection: @unchecked Sendable {
     let eventLoop: any EventLoop
     private let logger: Logger
     private let sslContext: NIOSSLContext
-    private let continuation: AsyncStream<CastClientEvent>.Continuation
+    /// Where events go, called on the loop in the order they happen (before the request they
+    /// answer completes).
+    private let emit: @Sendable (CastClientEvent) -> Void
+    private let finishEvents: @Sendable () -> Void
     private let clock = ContinuousClock()
 
     private(set) var address: CastDeviceAddress
@@ -56,13 +59,15 @@ final class DeviceConnection: @unchecked Sendable {
     private(set) var mediaStatus: MediaStatus?
 
     init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, eventLoop: any EventLoop,
-         sslContext: NIOSSLContext, logger: Logger, continuation: AsyncStream<CastClientEvent>.Continuation) {
+         sslContext: NIOSSLContext, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
+         finishEvents: @escaping @Sendable () -> Void) {
         self.address = address
         self.machine = Machine(configuration: configuration)
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.logger = logger
-        self.continuation = continuation
+        self.emit = emit
+        self.finishEvents = finishEvents
     }
 
     var isConnected: Bool { machine.isConnected }
@@ -81,7 +86,7 @@ final class DeviceConnection: @unchecked Sendable {
         let channel = self.channel
         run(machine.shutdown())
         failWaiters(CastError(.shuttingDown, "the client is shutting down"))
-        continuation.finish()
+        finishEvents()
         return channel?.closeFuture ?? eventLoop.makeSucceededVoidFuture()
     }
 
@@ -139,7 +144,7 @@ final class DeviceConnection: @unchecked Sendable {
         nextWaiterID += 1
         let id = nextWaiterID
         replyWaiters.append((id, namespace, promise))
-        eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.seconds * 1e9))) { [self] in
+        eventLoop.scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in
             if let index = replyWaiters.firstIndex(where: { $0.id == id }) {
                 replyWaiters.remove(at: index).promise.fail(CastError(.timeout, "the app sent no reply on \(namespace) in time"))
             }
@@ -241,13 +246,13 @@ final class DeviceConnection: @unchecked Sendable {
             case .scheduleTimer(let deadline):
                 timer?.cancel()
                 let delay = clock.now.duration(to: deadline)
-                timer = eventLoop.scheduleTask(in: .nanoseconds(max(0, Int64(delay.seconds * 1e9)))) { [self] in
+                timer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .scheduleReconnect(_, let delay):
                 reconnectTimer?.cancel()
                 logger.debug("reconnecting later", metadata: ["cast.delay": "\(delay.seconds)"])
-                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.seconds * 1e9))) { [self] in
+                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .completeRequest(let id, let message):
@@ -266,7 +271,7 @@ final class DeviceConnection: @unchecked Sendable {
         let sslContext = self.sslContext
         let address = self.address
         ClientBootstrap(group: eventLoop)
-            .connectTimeout(TimeAmount.nanoseconds(Int64(configuration.connectTimeout.seconds * 1e9)))
+            .connectTimeout(TimeAmount.nanoseconds(configuration.connectTimeout.clampedNanoseconds))
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -292,7 +297,7 @@ final class DeviceConnection: @unchecked Sendable {
                     // accepts and then says nothing would hold us here forever.
                     pendingChannel = channel
                     let limit = configuration.connectTimeout
-                    eventLoop.scheduleTask(in: .nanoseconds(Int64(limit.seconds * 1e9))) { [self] in
+                    eventLoop.scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
                         guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
                         if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
                         stalled.close(promise: nil)
@@ -318,7 +323,7 @@ final class DeviceConnection: @unchecked Sendable {
         case .connected:
             failedConnects = 0
             logger.info("connected", metadata: ["cast.address": "\(address)"])
-            continuation.yield(.connected(fingerprint: fingerprint))
+            emit(.connected(fingerprint: fingerprint))
         case .disconnected(let reason):
             logger.info("disconnected", metadata: ["cast.reason": "\(reason)"])
             receiverStatus = nil
@@ -326,7 +331,7 @@ final class DeviceConnection: @unchecked Sendable {
             mediaStatus = nil
             closedTransports.removeAll()
             failWaiters(CastError(.connectionLost, "the connection to the device was lost"))
-            continuation.yield(.disconnected(reason))
+            emit(.disconnected(reason))
         case .virtualConnectionClosed(let endpoint):
             guard let app = joinedApp, app.transportId == endpoint else { return }
             closedTransports.insert(endpoint)
@@ -347,12 +352,12 @@ final class DeviceConnection: @unchecked Sendable {
         case .mediaStatus(let status)?:
             updateMedia(status)
         case .multizone(let parsed)?:
-            continuation.yield(.multizone(parsed))
+            emit(.multizone(parsed))
         case .appMessage(let namespace, let sourceID, let payload)?:
             if let index = replyWaiters.firstIndex(where: { $0.namespace == namespace }) {
                 replyWaiters.remove(at: index).promise.succeed(payload)
             }
-            continuation.yield(.appMessage(namespace: namespace, sourceID: sourceID, payload: payload))
+            emit(.appMessage(namespace: namespace, sourceID: sourceID, payload: payload))
         case nil:
             return
         }
@@ -361,7 +366,7 @@ final class DeviceConnection: @unchecked Sendable {
     private func update(_ status: ReceiverStatus) {
         if status != receiverStatus {
             receiverStatus = status
-            continuation.yield(.receiverStatus(status))
+            emit(.receiverStatus(status))
         }
         let app = status.activeApp
         if let old = joinedApp, old.sessionId != app?.sessionId || old.transportId != app?.transportId {
@@ -378,7 +383,7 @@ final class DeviceConnection: @unchecked Sendable {
             joinedApp = app
             logger.info("joined app session", metadata: ["cast.app": "\(app.appId)", "cast.session": "\(app.sessionId ?? "")"])
             run(machine.connectEndpoint(transport))
-            continuation.yield(.appSessionStarted(app))
+            emit(.appSessionStarted(app))
             if app.namespaces.contains(CastNamespace.media) {
                 _ = request(namespace: CastNamespace.media, destination: transport) {
                     .string(MediaRequest.getStatus(mediaSessionId: nil).json(requestId: $0))
@@ -397,24 +402,24 @@ final class DeviceConnection: @unchecked Sendable {
         guard let status else {
             if mediaStatus != nil {
                 mediaStatus = nil
-                continuation.yield(.mediaStatus([]))
+                emit(.mediaStatus([]))
             }
             return
         }
         let merged = status.merged(over: mediaStatus)
         guard merged != mediaStatus else { return }
         mediaStatus = merged
-        continuation.yield(.mediaStatus([merged]))
+        emit(.mediaStatus([merged]))
     }
 
     private func endSession(_ app: ReceiverApplication) {
         if let transport = app.transportId { machine.forgetEndpoint(transport) }
         joinedApp = nil
         logger.info("app session ended", metadata: ["cast.app": "\(app.appId)"])
-        continuation.yield(.appSessionEnded(app))
+        emit(.appSessionEnded(app))
         if mediaStatus != nil {
             mediaStatus = nil
-            continuation.yield(.mediaStatus([]))
+            emit(.mediaStatus([]))
         }
     }
 

@@ -9,6 +9,16 @@ public enum CastEndpoint {
     public static let receiver = "receiver-0"
     /// Destination id of broadcasts (unsolicited status sent to every connected sender).
     public static let broadcast = "*"
+
+    /// The longest endpoint id the client addresses (real ones are `web-5` or a UUID).
+    public static let maxIDBytes = 256
+
+    /// `id` when it can be an endpoint: 1–256 bytes, no control characters, not the broadcast id.
+    public static func validated(_ id: String) -> String? {
+        guard !id.isEmpty, id.utf8.count <= maxIDBytes, id != broadcast,
+              !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+        return id
+    }
 }
 
 /// Cast namespaces and the rules the bridge applies to them.

@@ -14,12 +14,14 @@ public struct CastPayloadHeader: Decodable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         type = try? c.decodeIfPresent(String.self, forKey: .type)
-        // Some firmware answers a LAUNCH with `launchRequestId` instead of `requestId`;
-        // numbers occasionally arrive as floats.
-        let id = (try? c.decodeIfPresent(Int.self, forKey: .requestId))
-            ?? (try? c.decodeIfPresent(Double.self, forKey: .requestId)).flatMap { $0.map { Int($0) } }
-            ?? (try? c.decodeIfPresent(Int.self, forKey: .launchRequestId))
-        requestId = id
+        // Some firmware answers a LAUNCH with `launchRequestId` instead of `requestId`; numbers
+        // occasionally arrive as floats (`3.0`). A fractional or out-of-range id (`1.5`, `1e19`)
+        // names no request of ours: it is treated as absent.
+        func id(_ key: CodingKeys) -> Int? {
+            if let i = (try? c.decodeIfPresent(Int.self, forKey: key)) ?? nil { return i }
+            return ((try? c.decodeIfPresent(Double.self, forKey: key)) ?? nil).flatMap(Int.init(jsonNumber:))
+        }
+        requestId = id(.requestId) ?? id(.launchRequestId)
     }
 
     /// Parses the header of a text payload; nil when it is not a JSON object.

@@ -6,7 +6,13 @@
 /// - `idle`: not started.
 /// - `connecting(attempt)`: a TCP + TLS connect is under way.
 /// - `open(session)`: the channel is active; `session.answered` turns true with the first
-///   message from the device (only then is the device `connected`).
+///   message from the receiver platform (`receiver-0` on the receiver namespace: its answer to
+///   GET_STATUS, or a status broadcast); only then is the device `connected`. Heartbeats keep
+///   the connection alive but prove nothing about the platform: a device still booting, or one
+///   that lost our CONNECT on a congested Wi-Fi, answers PINGs and refuses everything else.
+///   When the status is not answered within `requestTimeout`, the machine repairs the
+///   connection once (CONNECT + GET_STATUS again) and, when that is not answered either, drops
+///   it and reconnects with backoff.
 /// - `waiting(attempt, until)`: backing off before the next connect.
 /// - `shutDown`: final.
 ///
@@ -37,6 +43,8 @@ where Instant.Duration == Duration, Instant: Sendable {
         var lastReceived: Instant
         var lastPingSent: Instant
         var answered = false
+        /// Repair rounds (CONNECT + GET_STATUS again) sent on this connection before an answer.
+        var repairs = 0
         var endpoints: Set<String> = []
         /// Request id → deadline, and where the answer must come from.
         var pending: [Int: Pending] = [:]
@@ -52,6 +60,8 @@ where Instant.Duration == Duration, Instant: Sendable {
     }
 
     public let configuration: CastConnectionConfiguration
+    /// Repair rounds on a connection whose platform does not answer, before it is dropped.
+    public static var maxRepairs: Int { 1 }
     private var state: State = .idle
     private var nextRequestID = 1
 
@@ -122,19 +132,22 @@ where Instant.Duration == Duration, Instant: Sendable {
     public mutating func channelActive(now: Instant) -> [Action] {
         guard case .connecting(let attempt) = state else { return [] }
         var session = Session(lastReceived: now, lastPingSent: now)
-        let id = allocateRequestID()
         session.endpoints.insert(CastEndpoint.receiver)
+        let status = platformStatusRequest(&session, now: now)
+        state = .open(session, attempt: attempt)
+        let messages = [connectMessage(to: CastEndpoint.receiver), heartbeat(.ping), status]
+        return [.write(messages), .scheduleTimer(nextDeadline(session))]
+    }
+
+    /// The receiver GET_STATUS that proves the platform answers: an internal request (its answer
+    /// is delivered as a status, never as a request completion).
+    private mutating func platformStatusRequest(_ session: inout Session, now: Instant) -> CastMessage {
+        let id = allocateRequestID()
         session.pending[id] = Pending(deadline: now.advanced(by: configuration.requestTimeout),
                                       namespace: CastNamespace.receiver, endpoint: CastEndpoint.receiver)
         session.internalRequests.insert(id)
-        state = .open(session, attempt: attempt)
-        let messages = [
-            connectMessage(to: CastEndpoint.receiver),
-            heartbeat(.ping),
-            message(to: CastEndpoint.receiver, namespace: CastNamespace.receiver,
-                    json: ReceiverRequest.getStatus.json(requestId: id)),
-        ]
-        return [.write(messages), .scheduleTimer(nextDeadline(session))]
+        return message(to: CastEndpoint.receiver, namespace: CastNamespace.receiver,
+                       json: ReceiverRequest.getStatus.json(requestId: id))
     }
 
     /// A message arrived from the device.
@@ -142,7 +155,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         guard case .open(var session, var attempt) = state else { return [] }
         var actions: [Action] = []
         session.lastReceived = now
-        if !session.answered {
+        if !session.answered, message.namespace == CastNamespace.receiver, message.sourceID == CastEndpoint.receiver {
             session.answered = true
             attempt = 0
             actions.append(.emit(.connected))
@@ -203,6 +216,17 @@ where Instant.Duration == Duration, Instant: Sendable {
                 for id in expired { session.pending[id] = nil }
                 let visible = expired.filter { session.internalRequests.remove($0) == nil }
                 if !visible.isEmpty { actions.append(.failRequests(ids: visible, failure: .timeout)) }
+                if !session.answered, visible.count < expired.count {
+                    // The platform status went unanswered: repair once, then give up on this
+                    // connection (the reconnect backs off like any failed attempt).
+                    guard session.repairs < Self.maxRepairs else {
+                        state = .open(session, attempt: attempt)
+                        return actions + channelClosingActions(.unresponsive)
+                    }
+                    session.repairs += 1
+                    let status = platformStatusRequest(&session, now: now)
+                    actions.append(.write([connectMessage(to: CastEndpoint.receiver), status]))
+                }
             }
             state = .open(session, attempt: attempt)
             actions.append(.scheduleTimer(nextDeadline(session)))

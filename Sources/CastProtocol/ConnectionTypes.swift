@@ -42,6 +42,9 @@ public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
     case networkError(String)
     /// Connecting failed (refused, unreachable, TLS handshake).
     case connectFailed(String)
+    /// The connection stayed up but the receiver platform never answered its status request
+    /// (not even after a repair): the device is booting or lost our CONNECT.
+    case unresponsive
     /// We are shutting down.
     case shutdown
 
@@ -53,6 +56,7 @@ public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
         case .protocolError(let why): return "protocol error: \(why)"
         case .networkError(let why): return "network error: \(why)"
         case .connectFailed(let why): return "connect failed: \(why)"
+        case .unresponsive: return "the device did not answer its receiver status"
         case .shutdown: return "shutdown"
         }
     }

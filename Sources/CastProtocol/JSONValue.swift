@@ -42,6 +42,15 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// Nesting depth: 0 for a scalar, 1 for a flat object or array, and so on.
+    public var depth: Int {
+        switch self {
+        case .array(let a): return 1 + (a.map(\.depth).max() ?? 0)
+        case .object(let o): return 1 + (o.values.map(\.depth).max() ?? 0)
+        default: return 0
+        }
+    }
+
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }
         return nil

@@ -88,7 +88,7 @@ public struct MediaMetadata: Codable, Sendable, Hashable {
         func string(_ key: CodingKeys) -> String? { (try? c.decodeIfPresent(String.self, forKey: key)) ?? nil }
         func int(_ key: CodingKeys) -> Int? {
             if let i = (try? c.decodeIfPresent(Int.self, forKey: key)) ?? nil { return i }
-            if let d = (try? c.decodeIfPresent(Double.self, forKey: key)) ?? nil, d.isFinite { return Int(d) }
+            if let d = (try? c.decodeIfPresent(Double.self, forKey: key)) ?? nil { return Int(jsonNumber: d) }
             if let s = string(key) { return Int(s) }
             return nil
         }

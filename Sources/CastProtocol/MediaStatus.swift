@@ -80,7 +80,7 @@ public struct MediaStatus: Codable, Sendable, Hashable {
             (try? c.decodeIfPresent(type, forKey: key)) ?? nil
         }
         func int(_ key: CodingKeys) -> Int? {
-            get(Int.self, key) ?? get(Double.self, key).flatMap { $0.isFinite ? Int($0) : nil }
+            get(Int.self, key) ?? get(Double.self, key).flatMap(Int.init(jsonNumber:))
         }
         mediaSessionId = int(.mediaSessionId)
         media = get(MediaInformation.self, .media)

@@ -75,7 +75,9 @@ public struct ReceiverApplication: Codable, Sendable, Hashable {
         namespaces = entries?.map(\.name) ?? []
         sessionId = try? c.decodeIfPresent(String.self, forKey: .sessionId)
         statusText = try? c.decodeIfPresent(String.self, forKey: .statusText)
-        transportId = try? c.decodeIfPresent(String.self, forKey: .transportId)
+        // The endpoint we CONNECT to: an empty, huge or control-character id is no endpoint
+        // (a real device drops a connection that addresses one), so it counts as absent.
+        transportId = ((try? c.decodeIfPresent(String.self, forKey: .transportId)) ?? nil).flatMap(CastEndpoint.validated)
         universalAppId = try? c.decodeIfPresent(String.self, forKey: .universalAppId)
     }
 

@@ -23,7 +23,7 @@ public struct ReconnectBackoff: Sendable, Hashable {
         let cap = maximum.seconds
         let exponent = Double(max(0, attempt - 1))
         let value = min(cap, base * Foundation.pow(multiplier, min(exponent, 64)))
-        return .milliseconds(Int64((value * 1000).rounded()))
+        return .seconds(clamping: value)
     }
 
     /// The delay before retry number `attempt`; `jitter` in 0...1 picks a point in the spread
@@ -33,7 +33,7 @@ public struct ReconnectBackoff: Sendable, Hashable {
         let factor = 1 - jitterSpread + 2 * jitterSpread * j
         let value = min(maximum.seconds, nominalDelay(attempt: attempt).seconds * factor)
         // Millisecond resolution: plenty for reconnects, and exact to compare.
-        return .milliseconds(Int64((max(0, value) * 1000).rounded()))
+        return .seconds(clamping: value)
     }
 }
 

@@ -196,6 +196,15 @@ struct ControlRouter: Sendable {
             } catch {
                 return .error(.internalServerError, "\(error)")
             }
+        case "swallow_first":
+            await device.swallowFirstMessages(min(json["count"]?.intValue ?? 3, 1000))
+        case "reply_latency":
+            let ms = json["ms"]?.doubleValue
+            await device.setReplyLatency(ms.map { .milliseconds(Int64(max(0, min($0, 60_000)))) })
+        case "volume_after_reply":
+            await device.changeVolumeAfterReplies(to: json["level"]?.doubleValue)
+        case "pings_only":
+            await device.answerPingsOnly(json["enabled"]?.boolValue ?? true)
         case "garbage": await device.sendGarbageFrame()
         case "oversized": await device.sendOversizedFrameHeader()
         case "remote_volume":

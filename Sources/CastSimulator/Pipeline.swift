@@ -60,6 +60,8 @@ final class SenderConnection: @unchecked Sendable {
     let injector: RawBytesInjector
     /// Virtual connections: source id -> endpoints it CONNECTed to.
     var virtualConnections: [String: Set<String>] = [:]
+    /// Messages lost to the `swallowFirstMessages` fault on this connection so far.
+    var swallowed = 0
 
     init(number: Int, channel: any Channel, injector: RawBytesInjector) {
         self.number = number

@@ -16,6 +16,28 @@ extension SimulatedDevice {
 
     // MARK: - Public API: faults
 
+    /// Every sender connection opened from now on loses its first `count` messages (0 ends
+    /// the fault): the CONNECT and GET_STATUS of a handshake vanish, later messages arrive.
+    public func swallowFirstMessages(_ count: Int) async {
+        try? await eventLoop.submit { self.swallowFirstMessages = max(0, count) }.get()
+    }
+
+    /// Answer requests after `latency` from now on (nil: the configured reply latency again).
+    public func setReplyLatency(_ latency: TimeAmount?) async {
+        try? await eventLoop.submit { self.replyLatencyOverride = latency }.get()
+    }
+
+    /// After every SET_VOLUME reply, a remote sets the volume to `level` (nil ends it): a
+    /// broadcast with newer state right behind the reply.
+    public func changeVolumeAfterReplies(to level: Double?) async {
+        try? await eventLoop.submit { self.volumeAfterReply = level }.get()
+    }
+
+    /// Answer PINGs and nothing else (`false` ends it): the transport is up, the platform is not.
+    public func answerPingsOnly(_ enabled: Bool) async {
+        try? await eventLoop.submit { self.answeringPingsOnly = enabled }.get()
+    }
+
     /// Closes every sender connection (TCP close); the device keeps listening.
     public func dropConnections() async {
         let future = eventLoop.flatSubmit {
@@ -92,7 +114,7 @@ extension SimulatedDevice {
     public func setVolumeRemotely(level: Double?, muted: Bool? = nil) async {
         try? await eventLoop.submit {
             self.applyVolume(level: level, muted: muted)
-            self.later(self.configuration.replyLatency) { self.broadcastReceiverStatus() }
+            self.later(self.replyDelay) { self.broadcastReceiverStatus() }
         }.get()
     }
 

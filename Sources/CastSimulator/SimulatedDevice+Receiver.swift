@@ -85,6 +85,13 @@ extension SimulatedDevice {
             }
             applyVolume(level: body["level"]?.doubleValue, muted: body["muted"]?.boolValue)
             answer(.status(requestId: requestId, receiverStatus()), broadcastStatus: true)
+            if let level = volumeAfterReply {
+                // Scheduled after the reply with the same latency: it follows it on the wire.
+                later(replyDelay) {
+                    self.applyVolume(level: level, muted: nil)
+                    self.broadcastReceiverStatus()
+                }
+            }
         case "GET_APP_AVAILABILITY":
             let ids = json["appId"]?.arrayValue?.compactMap(\.stringValue) ?? json["appId"]?.stringValue.map { [$0] } ?? []
             var availability: [String: String] = [:]

@@ -84,6 +84,18 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// Fault: CONNECTs to the running app's transport are refused with CLOSE (as a device does
     /// for a sender it does not allow).
     var refusingAppConnections = false
+    /// Fault: every new sender connection loses its first this-many messages (a device still
+    /// booting, or a congested Wi-Fi eating the handshake).
+    var swallowFirstMessages = 0
+    /// Fault: answer PINGs and nothing else (the platform is not up, the transport is).
+    var answeringPingsOnly = false
+    /// Fault: right after answering a SET_VOLUME, a remote changes the volume to this level (a
+    /// broadcast that follows the reply on the wire: the newer state arrives last).
+    var volumeAfterReply: Double?
+    /// Fault: replies take this long instead of `configuration.replyLatency`.
+    var replyLatencyOverride: TimeAmount?
+    /// How long the device takes to answer a request.
+    var replyDelay: TimeAmount { replyLatencyOverride ?? configuration.replyLatency }
     var shutDown = false
     var app: RunningApp?
     var volume: ReceiverVolume
@@ -223,7 +235,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// Replies to one sender after the reply latency.
     func reply(_ json: String, from endpoint: String, namespace: String, to source: String,
                        on connection: SenderConnection, thenBroadcast broadcastJSON: String? = nil) {
-        later(configuration.replyLatency) {
+        later(replyDelay) {
             self.send(CastMessage(source: endpoint, destination: source, namespace: namespace, json: json),
                       on: connection)
             if let broadcastJSON { self.broadcast(from: endpoint, namespace: namespace, json: broadcastJSON) }
@@ -235,6 +247,15 @@ public final class SimulatedDevice: @unchecked Sendable {
     func received(_ message: CastMessage, on connection: SenderConnection) {
         eventLoop.assertInEventLoop()
         if silenced || shutDown {
+            recorder.record(message, connection: connection.number, delivered: false)
+            return
+        }
+        if connection.swallowed < swallowFirstMessages {
+            connection.swallowed += 1
+            recorder.record(message, connection: connection.number, delivered: false)
+            return
+        }
+        if answeringPingsOnly, message.namespace != CastNamespace.heartbeat {
             recorder.record(message, connection: connection.number, delivered: false)
             return
         }
@@ -277,7 +298,7 @@ public final class SimulatedDevice: @unchecked Sendable {
         case (.echo, SimulatedAppID.echoNamespace):
             let echo = CastMessage(sourceID: app.transportId, destinationID: message.sourceID,
                                    namespace: message.namespace, payload: message.payload)
-            later(configuration.replyLatency) { self.send(echo, on: connection) }
+            later(replyDelay) { self.send(echo, on: connection) }
         default: break
         }
     }

@@ -204,7 +204,7 @@ extension StringProtocol {
     var trimmingWhitespace: Substring {
         let s = self[...]
         guard let first = s.firstIndex(where: { !$0.isWhitespace }) else { return "" }
-        let last = s.lastIndex(where: { !$0.isWhitespace })!
+        let last = s.lastIndex(where: { !$0.isWhitespace }) ?? first
         return Substring(s[first...last])
     }
 }

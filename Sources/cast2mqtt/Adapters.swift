@@ -31,9 +31,11 @@ enum Adapt {
 
     static func castConfiguration(_ c: BridgeConfiguration) -> CastConnectionConfiguration {
         CastConnectionConfiguration(
-            heartbeatInterval: .seconds(c.cast.heartbeatInterval), heartbeatTimeout: .seconds(c.cast.heartbeatTimeout),
-            requestTimeout: .seconds(c.cast.requestTimeout),
-            backoff: ReconnectBackoff(initial: .seconds(c.cast.reconnectInitial), maximum: .seconds(c.cast.reconnectMax)),
+            heartbeatInterval: .seconds(clamping: c.cast.heartbeatInterval),
+            heartbeatTimeout: .seconds(clamping: c.cast.heartbeatTimeout),
+            requestTimeout: .seconds(clamping: c.cast.requestTimeout),
+            backoff: ReconnectBackoff(initial: .seconds(clamping: c.cast.reconnectInitial),
+                                     maximum: .seconds(clamping: c.cast.reconnectMax)),
             userAgent: "cast2mqtt/\(c.version)")
     }
 

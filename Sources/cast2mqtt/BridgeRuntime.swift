@@ -11,20 +11,30 @@ import ServiceLifecycle
 
 /// The daemon: MQTT, discovery and one Cast client per device around a `BridgeCore`.
 ///
-/// One consumer task applies every input (MQTT message, discovery event, Cast event, operation
-/// completion, clock tick) to the core in order, so per-device state needs no locks; it publishes
-/// the publications and starts the Cast operations the core returns. Operations run
-/// concurrently and report back through the same input stream.
+/// Structured concurrency: `run()` owns one task group. Its children are the MQTT event reader,
+/// the discovery event reader, the one-second ticker and one short task per running Cast
+/// operation; the group's own task is the consumer. The consumer takes every input from one
+/// bounded `InputQueue` (MQTT messages, discovery events, the devices' Cast events, operation
+/// completions, ticks) and applies it to the core in order, so per-device state needs no locks;
+/// it publishes what the core returns and starts its operations as children of the group. When
+/// the consumer ends (SIGTERM), the group's children are cancelled and awaited: nothing outlives
+/// `run()`.
+///
+/// The devices' Cast events go straight from their event loops into the queue (no task per
+/// device), in the order they happen and before the completion of the request they answer; the
+/// core therefore sees a device's status before the operation that caused it completes.
 final class BridgeRuntime: Service, Sendable {
     let configuration: BridgeConfiguration
     let logger: Logger
-    private let inputs: AsyncStream<RuntimeInput>
-    private let input: AsyncStream<RuntimeInput>.Continuation
+    private let inputs: InputQueue
 
     init(configuration: BridgeConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        (inputs, input) = AsyncStream.makeStream(of: RuntimeInput.self)
+        inputs = InputQueue(onBurst: { [logger] waiting in
+            logger.warning("the bridge is overloaded: coalescing device statuses, answering new commands busy",
+                           metadata: ["inputs.waiting": "\(waiting)"])
+        })
     }
 
     func run() async throws {
@@ -39,94 +49,157 @@ final class BridgeRuntime: Service, Sendable {
         try mqtt.start()
         let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: logger)
         discovery.start()
+        var fleet = try Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, inputs: inputs)
+        let notifier = SystemdNotifier()
+        let inputs = self.inputs
 
-        let input = self.input
-        let forwarders = [
-            Task {
+        await withDiscardingTaskGroup { tasks in
+            tasks.addTask {
                 for await event in mqtt.events {
                     switch event {
-                    case .connected: input.yield(.bridge(.mqttConnected))
-                    case .disconnected: break
+                    case .connected: inputs.push(.bridge(.mqttConnected))
+                    case .disconnected: inputs.push(.mqttDisconnected)
                     case .message(let m):
-                        input.yield(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
+                        inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
                                                          correlationData: m.correlationData)))
                     }
                 }
-            },
-            Task {
-                for await event in discovery.events { input.yield(.discovery(event)) }
-            },
-            Task {
+            }
+            tasks.addTask {
+                for await event in discovery.events { inputs.push(.discovery(event)) }
+            }
+            tasks.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
-                    input.yield(.bridge(.tick))
+                    inputs.push(.bridge(.tick))
                 }
-            },
-        ]
-
-        var fleet = Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, input: input)
-        await withTaskCancellationOrGracefulShutdownHandler {
-            for await next in inputs {
-                let bridgeInput: BridgeInput
-                switch next {
-                case .discovery(let event):
-                    guard let translated = fleet.apply(event) else { continue }
-                    bridgeInput = translated
-                case .bridge(let value):
-                    bridgeInput = value
-                }
-                let output = core.handle(bridgeInput, now: Date())
-                apply(output, mqtt: mqtt, fleet: fleet)
-                if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
             }
-        } onCancelOrGracefulShutdown: {
-            input.finish()
-        }
 
-        logger.info("shutting down")
-        for task in forwarders { task.cancel() }
-        discovery.stop()
-        let final = core.shutdown(now: Date())
-        for publication in final.publications where publication.topic != core.lastWill.topic {
-            publish(publication, mqtt: mqtt)
+            var consumer = Consumer(runtime: self, mqtt: mqtt, notifier: notifier)
+            await withTaskCancellationOrGracefulShutdownHandler {
+                for await next in inputs {
+                    consumer.take(next, core: &core, fleet: &fleet, sessions: sessions, tasks: &tasks)
+                }
+            } onCancelOrGracefulShutdown: {
+                inputs.finish()
+            }
+
+            logger.info("shutting down")
+            notifier.notify("STOPPING=1")
+            discovery.stop()
+            let final = core.shutdown(now: Date())
+            for publication in final.publications where publication.topic != core.lastWill.topic {
+                consumer.publish(publication)
+            }
+            await fleet.shutdown()
+            tasks.cancelAll()
         }
-        await fleet.shutdown()
         await mqtt.shutdown(finalMessage: MQTTMessage(topic: core.lastWill.topic, payload: core.lastWill.payload,
                                                       qos: qos, retain: true))
         try? await group.shutdownGracefully()
     }
 
-    private func apply(_ output: BridgeOutput, mqtt: MosquittoClient, fleet: Fleet) {
-        for line in output.logs { logger.info("\(line)") }
-        for publication in output.publications { publish(publication, mqtt: mqtt) }
-        let input = self.input
-        for operation in output.operations {
+    /// The consumer's own state: what it needs besides the core and the fleet.
+    struct Consumer {
+        let runtime: BridgeRuntime
+        let mqtt: MosquittoClient
+        let notifier: SystemdNotifier
+        var watchdog: WatchdogPacer
+        var ready = false
+        /// False while the broker is away: retained state is not handed to libmosquitto to queue
+        /// then (the reconnect republishes the current state anyway).
+        var mqttUp = false
+        var skippedWhileDown = 0
+        let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
+
+        init(runtime: BridgeRuntime, mqtt: MosquittoClient, notifier: SystemdNotifier) {
+            self.runtime = runtime
+            self.mqtt = mqtt
+            self.notifier = notifier
+            self.watchdog = WatchdogPacer(notifier: notifier)
+        }
+
+        var logger: Logger { runtime.logger }
+
+        mutating func take(_ next: RuntimeInput, core: inout BridgeCore, fleet: inout Fleet, sessions: SessionFile,
+                           tasks: inout DiscardingTaskGroup) {
+            defer { watchdog.pingIfDue() }
+            let bridgeInput: BridgeInput
+            switch next {
+            case .discovery(let event):
+                guard let translated = fleet.apply(event) else { return }
+                bridgeInput = translated
+            case .mqttDisconnected:
+                mqttUp = false
+                return
+            case .bridge(.mqttMessage(let topic, let payload, _, _))
+                where testHooks && topic == "\(core.topics.base)/bridge/request/debug_stall":
+                // Tests only: block this loop as a wedge would (the watchdog pings must stop).
+                let seconds = Double(String(decoding: payload.prefix(8), as: UTF8.self)) ?? 5
+                logger.warning("test hook: stalling the consumer loop", metadata: ["seconds": "\(seconds)"])
+                usleep(UInt32(Duration.seconds(clamping: min(seconds, 60)).clampedNanoseconds / 1000))
+                return
+            case .bridge(let value):
+                bridgeInput = value
+            }
+            if case .mqttConnected = bridgeInput {
+                mqttUp = true
+                if skippedWhileDown > 0 {
+                    logger.info("broker back; republishing the current state",
+                                metadata: ["mqtt.skipped_while_down": "\(skippedWhileDown)"])
+                    skippedWhileDown = 0
+                }
+                if !ready {
+                    ready = true
+                    notifier.notify("READY=1")
+                }
+            }
+            if case .bridge(.tick) = next { core.inputOverload = runtime.overloadCounts }
+            let output = core.handle(bridgeInput, now: Date())
+            for line in output.logs { logger.info("\(line)") }
+            for line in output.debugLogs { logger.debug("\(line)") }
+            for publication in output.publications { publish(publication) }
+            for operation in output.operations { start(operation, fleet: fleet, tasks: &tasks) }
+            if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
+        }
+
+        /// Runs an operation as a child task; its completion comes back through the queue,
+        /// exactly once.
+        func start(_ operation: CastOperation, fleet: Fleet, tasks: inout DiscardingTaskGroup) {
+            let inputs = runtime.inputs
             guard let client = fleet.client(operation.deviceID) else {
-                input.yield(.bridge(.operationCompleted(operation.token,
+                inputs.push(.bridge(.operationCompleted(operation.token,
                                                         .failure(BridgeError(.unknownDevice, "the device is not known")))))
-                continue
+                return
             }
-            Task {
+            tasks.addTask {
                 let result = await OperationRunner.run(operation, on: client)
-                input.yield(.bridge(.operationCompleted(operation.token, result)))
+                inputs.push(.bridge(.operationCompleted(operation.token, result)))
+            }
+        }
+
+        mutating func publish(_ p: Publication) {
+            // A clear (empty retained payload) is always handed over: the core has already
+            // forgotten the topic and would not republish it.
+            if !mqttUp, p.retain, !p.payload.isEmpty {
+                skippedWhileDown += 1
+                return
+            }
+            let message = MQTTMessage(topic: p.topic, payload: p.payload,
+                                      qos: Adapt.qos(p.qos ?? runtime.configuration.mqtt.qos),
+                                      retain: p.retain, correlationData: p.correlationData)
+            do {
+                try mqtt.publish(message)
+            } catch {
+                logger.warning("publish failed", metadata: ["mqtt.topic": "\(p.topic)", "mqtt.error": "\(error)"])
             }
         }
     }
 
-    private func publish(_ p: Publication, mqtt: MosquittoClient) {
-        let message = MQTTMessage(topic: p.topic, payload: p.payload, qos: Adapt.qos(p.qos ?? configuration.mqtt.qos),
-                                  retain: p.retain, correlationData: p.correlationData)
-        do {
-            try mqtt.publish(message)
-        } catch {
-            logger.warning("publish failed", metadata: ["mqtt.topic": "\(p.topic)", "mqtt.error": "\(error)"])
-        }
+    /// What the input queue dropped or coalesced so far, for `health_check`.
+    var overloadCounts: [String: Int] {
+        let c = inputs.counters
+        return ["coalesced_statuses": c.coalescedStatuses, "overloaded_commands": c.overloadedCommands,
+                "dropped_app_messages": c.droppedAppMessages]
     }
-}
-
-/// What the consumer task takes in: bridge inputs, and discovery events that the fleet turns
-/// into bridge inputs after creating, moving or dropping the device's Cast client.
-enum RuntimeInput: Sendable {
-    case bridge(BridgeInput)
-    case discovery(DiscoveryEvent)
 }

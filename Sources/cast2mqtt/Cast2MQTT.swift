@@ -26,7 +26,11 @@ struct CommonOptions: ParsableArguments {
         do {
             return try ConfigurationLoader.load(path: config, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw ValidationError("configuration: \(error)")
+            // A bad configuration is the operator's to fix, not a crash to restart from: one
+            // line naming the key and what it accepts, and exit code 2 (systemd's
+            // RestartPreventExitStatus=2 keeps it from looping).
+            FileHandle.standardError.write(Data("cast2mqtt: configuration: \(error)\n".utf8))
+            throw ExitCode(2)
         }
     }
 

@@ -4,26 +4,30 @@ import CastProtocol
 import Discovery
 import Logging
 import NIOCore
+import NIOSSL
 
 /// The Cast clients of the known devices, owned by the consumer task. A device found by
 /// discovery gets a client on one loop of the shared group; a move updates its address (which
-/// reconnects at once); a removal shuts it down.
+/// reconnects at once); a removal shuts it down. A client's events go from its event loop
+/// straight into the daemon's input queue (no task per device); all clients share one TLS
+/// context.
 struct Fleet {
     private let group: any EventLoopGroup
     private let cast: CastConnectionConfiguration
     private let logger: Logger
-    private let input: AsyncStream<RuntimeInput>.Continuation
-    private var clients: [DeviceID: (client: CastDeviceClient, forwarder: Task<Void, Never>)] = [:]
+    private let inputs: InputQueue
+    private let tls: NIOSSLContext
+    private var clients: [DeviceID: CastDeviceClient] = [:]
 
-    init(group: any EventLoopGroup, cast: CastConnectionConfiguration, logger: Logger,
-         input: AsyncStream<RuntimeInput>.Continuation) {
+    init(group: any EventLoopGroup, cast: CastConnectionConfiguration, logger: Logger, inputs: InputQueue) throws {
         self.group = group
         self.cast = cast
         self.logger = logger
-        self.input = input
+        self.inputs = inputs
+        self.tls = try CastDeviceClient.makeTLSContext()
     }
 
-    func client(_ id: DeviceID) -> CastDeviceClient? { clients[id]?.client }
+    func client(_ id: DeviceID) -> CastDeviceClient? { clients[id] }
 
     /// Applies a discovery event to the clients and returns what the bridge should hear.
     mutating func apply(_ event: DiscoveryEvent) -> BridgeInput? {
@@ -31,14 +35,14 @@ struct Fleet {
         case .added(let record):
             if let existing = clients[record.id] {
                 // Announced again (after vanishing from mDNS): reconnect at once if it is down.
-                existing.client.update(address: CastDeviceAddress(host: record.host, port: record.port))
+                existing.update(address: CastDeviceAddress(host: record.host, port: record.port))
                 return .deviceUpdated(Adapt.descriptor(record))
             }
             startClient(record)
             return .deviceDiscovered(Adapt.descriptor(record))
         case .updated(let record):
             if let existing = clients[record.id] {
-                existing.client.update(address: CastDeviceAddress(host: record.host, port: record.port))
+                existing.update(address: CastDeviceAddress(host: record.host, port: record.port))
             } else {
                 startClient(record)
             }
@@ -60,16 +64,14 @@ struct Fleet {
         var deviceLogger = logger
         deviceLogger[metadataKey: "cast.device"] = "\(record.friendlyName) (\(record.id))"
         do {
-            let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
-                                              configuration: cast, eventLoop: group.next(), logger: deviceLogger)
             let id = record.id
-            let input = self.input
-            let forwarder = Task {
-                for await event in client.events {
-                    if let translated = Fleet.translate(event, device: id) { input.yield(.bridge(translated)) }
-                }
+            let inputs = self.inputs
+            let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
+                                              configuration: cast, eventLoop: group.next(), logger: deviceLogger,
+                                              sslContext: tls) { event in
+                if let translated = Fleet.translate(event, device: id) { inputs.push(.bridge(translated)) }
             }
-            clients[id] = (client, forwarder)
+            clients[id] = client
             client.start()
         } catch {
             deviceLogger.error("cannot create the Cast client", metadata: ["cast.error": "\(error)"])
@@ -91,11 +93,10 @@ struct Fleet {
     /// Closes every device politely (CLOSE on each virtual connection).
     mutating func shutdown() async {
         await withTaskGroup(of: Void.self) { group in
-            for (_, entry) in clients {
-                group.addTask { await entry.client.shutdown() }
+            for (_, client) in clients {
+                group.addTask { await client.shutdown() }
             }
         }
-        for (_, entry) in clients { entry.forwarder.cancel() }
         clients.removeAll()
     }
 }

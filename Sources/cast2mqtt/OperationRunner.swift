@@ -2,8 +2,10 @@ import Bridge
 import CastClient
 import CastProtocol
 
-/// Runs one `CastOperation` of the bridge on a device client and returns what the bridge wants
-/// back. Every path ends in exactly one result.
+/// Runs one `CastOperation` of the bridge on a device client. Every path ends in exactly one
+/// result. The statuses that answer a request reach the bridge through the client's events
+/// (before this result), so a result says only whether the device confirmed, plus the data of
+/// a reply (an app message, a session state).
 enum OperationRunner {
     static func run(_ operation: CastOperation, on client: CastDeviceClient) async -> Result<OperationResult, BridgeError> {
         do {
@@ -16,27 +18,27 @@ enum OperationRunner {
     private static func perform(_ operation: CastOperation, on client: CastDeviceClient) async throws -> OperationResult {
         switch operation.kind {
         case .getReceiverStatus:
-            return .receiverStatus(try await client.getReceiverStatus())
+            try await client.getReceiverStatus()
         case .getMediaStatus:
-            guard await client.snapshot.app != nil else { return .mediaStatus([]) }
-            return .mediaStatus(try await client.getMediaStatus().map { [$0] } ?? [])
+            // Nothing to read without a joined app (the bridge asks only when one runs).
+            guard await client.snapshot.app != nil else { return .done }
+            try await client.getMediaStatus()
         case .launch(let appId):
             try await client.launch(appId: appId)
-            return .receiverStatus(await currentReceiver(client))
         case .stopApp(let sessionId):
-            return .receiverStatus(try await client.stopApp(sessionId: sessionId))
+            try await client.stopApp(sessionId: sessionId)
         case .setVolume(let level):
-            return .receiverStatus(try await client.setVolume(level: level))
+            try await client.setVolume(level: level)
         case .setMuted(let muted):
-            return .receiverStatus(try await client.setMuted(muted))
+            try await client.setMuted(muted)
         case .media(let request):
-            return .mediaStatus(try await client.sendMediaRequest(request).map { [$0] } ?? [])
+            try await client.sendMediaRequest(request)
         case .load(let request, let appId):
             try await client.ensureApp(appId)
-            return .mediaStatus(try await client.load(request).map { [$0] } ?? [])
+            try await client.load(request)
         case .queueLoad(let request, let appId):
             try await client.ensureApp(appId)
-            return .mediaStatus(try await client.queueLoad(request).map { [$0] } ?? [])
+            try await client.queueLoad(request)
         case .send(let namespace, let payload, let appId, let awaitReply):
             if let appId { try await client.ensureApp(appId) }
             let reply = try await client.sendAppMessage(namespace: namespace, payload: payload,
@@ -46,12 +48,8 @@ enum OperationRunner {
             return .sessionState(try await client.storeSession())
         case .resumeSession(let state, let appId):
             try await client.ensureApp(appId)
-            return .mediaStatus(try await client.resumeSession(state).map { [$0] } ?? [])
+            try await client.resumeSession(state)
         }
-    }
-
-    private static func currentReceiver(_ client: CastDeviceClient) async -> ReceiverStatus {
-        if let status = await client.snapshot.receiver { return status }
-        return (try? await client.getReceiverStatus()) ?? ReceiverStatus()
+        return .done
     }
 }

@@ -55,24 +55,53 @@ struct Harness {
         feed(.mqttMessage(topic: topic, payload: Array(text.utf8), responseTopic: responseTopic, correlationData: correlation))
     }
 
+    /// Publishes a command and, when it started an operation, completes that at once (`.done`,
+    /// no state change), so that the next command finds the device free (per-device order).
     @discardableResult
-    mutating func complete(_ op: CastOperation, _ result: OperationResult) -> BridgeOutput {
-        feed(.operationCompleted(op.token, .success(result)))
+    mutating func publishSettled(_ topic: String, _ text: String) -> BridgeOutput {
+        let out = publish(topic, text)
+        for op in out.operations { complete(op, .done) }
+        return out
     }
 
-    /// Adds a device and brings it online with `status` and optional media.
+    /// How a test says a device answered an operation: the statuses it sent (fed as the Cast
+    /// events the daemon delivers first), then the operation's completion.
+    enum Answer {
+        case receiverStatus(ReceiverStatus)
+        case mediaStatus([MediaStatus])
+        case appMessage(CastPayload)
+        case sessionState(JSONValue)
+        case done
+    }
+
+    @discardableResult
+    mutating func complete(_ op: CastOperation, _ answer: Answer) -> BridgeOutput {
+        var out = BridgeOutput()
+        let result: OperationResult
+        switch answer {
+        case .receiverStatus(let status):
+            out.append(feed(.receiverStatus(op.deviceID, status)))
+            result = .done
+        case .mediaStatus(let list):
+            out.append(feed(.mediaStatus(op.deviceID, list)))
+            result = .done
+        case .appMessage(let payload): result = .appMessage(payload)
+        case .sessionState(let state): result = .sessionState(state)
+        case .done: result = .done
+        }
+        out.append(feed(.operationCompleted(op.token, .success(result))))
+        return out
+    }
+
+    /// Adds a device and brings it online with `status` and optional media, as the client
+    /// reports it: connected, the receiver status, and (when an app runs) its media status.
     @discardableResult
     mutating func online(_ d: DeviceDescriptor = tvDescriptor(), status: ReceiverStatus = receiver(),
                          media: [MediaStatus]? = [playing()]) -> BridgeOutput {
         var all = feed(.deviceDiscovered(d))
-        let connect = feed(.castConnected(d.id))
-        all.append(connect)
-        guard let op = connect.operations.first else { return all }
-        let answered = complete(op, .receiverStatus(status))
-        all.append(answered)
-        if let join = answered.operations.first(where: { $0.kind == .getMediaStatus }) {
-            all.append(complete(join, .mediaStatus(media ?? [])))
-        }
+        all.append(feed(.castConnected(d.id)))
+        all.append(feed(.receiverStatus(d.id, status)))
+        if status.activeApp != nil { all.append(feed(.mediaStatus(d.id, media ?? []))) }
         return all
     }
 }

@@ -232,7 +232,8 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         _ = machine.connectFailed(.connectFailed("x"), now: at(1.6), jitter: 0.5)  // attempt 2: 1 s
         _ = machine.timerFired(now: at(2.6))
         _ = machine.channelActive(now: at(2.7))
-        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(2.8))
+        _ = machine.messageReceived(
+            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":3,"status":{}}"#), now: at(2.8))
         let actions = machine.channelClosed(.closedByPeer, now: at(3), jitter: 0.5)
         #expect(actions.contains(.scheduleReconnect(at: at(3.5), delay: .milliseconds(500))))
     }

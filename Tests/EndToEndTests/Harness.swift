@@ -72,7 +72,13 @@ final class BridgeHarness: @unchecked Sendable {
 
     /// - Parameter mdnsName: when set, the bridge discovers devices over mDNS only, limited to
     ///   this friendly name, instead of getting the simulated devices as static entries.
-    init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil) async throws {
+    /// Extra environment of the daemon process.
+    let environment: [String: String]
+
+    /// - Parameter topics: a `topic:` override per device name.
+    init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
+         topics: [String: String] = [:], environment: [String: String] = [:]) async throws {
+        self.environment = environment
         broker = try MosquittoBroker()
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
@@ -95,7 +101,10 @@ final class BridgeHarness: @unchecked Sendable {
         let discovery = mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
           mdns: false
           devices:
-        \(devices.map { "    - {host: 127.0.0.1, port: \($0.port), name: \"\($0.name)\", id: \($0.id)}" }.joined(separator: "\n"))
+        \(devices.map { d in
+            let topic = topics[d.name].map { ", topic: \"\($0)\"" } ?? ""
+            return "    - {host: 127.0.0.1, port: \(d.port), name: \"\(d.name)\", id: \(d.id)\(topic)}"
+        }.joined(separator: "\n"))
         """
         let config = """
         mqtt:
@@ -118,7 +127,7 @@ final class BridgeHarness: @unchecked Sendable {
 
     func startDaemon() throws {
         daemon = try ManagedProcess(try builtExecutable("cast2mqtt"), ["run", "--config", directory + "/config.yaml"],
-                                    logName: "cast2mqtt-e2e")
+                                    environment: environment, logName: "cast2mqtt-e2e")
     }
 
     func stopDaemon() { daemon?.stop(grace: 5) }
@@ -179,8 +188,9 @@ extension JSONValue {
 /// Runs `body` with a fresh harness and always closes it (broker, daemon, simulator), also when
 /// the body fails: no process outlives the test.
 func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
+                topics: [String: String] = [:], environment: [String: String] = [:],
                 _ body: (BridgeHarness) async throws -> Void) async throws {
-    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName)
+    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment)
     do {
         try await body(h)
     } catch {

@@ -178,6 +178,49 @@ struct CommandLineTests {
         #expect(output2.contains("cast.heartbeat_interval"), "\(output2)")
     }
 
+    @Test func checkConfigRejectsOutOfRangeValuesWithExitCode2() throws {
+        for (yaml, path, range) in [("cast:\n  request_timeout: 1e300\n", "cast.request_timeout", "0.1-3600"),
+                                    ("cast:\n  heartbeat_interval: -1\n", "cast.heartbeat_interval", "0.1-3600"),
+                                    ("cast:\n  reconnect: {initial: 0.5, max: 1e19}\n", "cast.reconnect.max", "0.01-86400"),
+                                    ("media:\n  position_interval: .inf\n", "media.position_interval", "a number"),
+                                    ("mqtt:\n  keepalive: 99999999999999999999\n", "mqtt.keepalive", "out of range")] {
+            let file = try configFile(yaml)
+            let (status, output) = try run(["check-config", "--config", file])
+            #expect(status == 2, "\(yaml): \(output)")
+            #expect(output.contains(path) && output.contains(range), "\(yaml): \(output)")
+            #expect(!output.contains("Fatal error"), "\(output)")
+        }
+    }
+
+    /// deploy/cast2mqtt.service passes `systemd-analyze verify` without a single warning (it
+    /// exits 0 even on unparsable lines, so its output must be empty), with ExecStart pointing at
+    /// the built binary. Skipped only where systemd-analyze does not exist.
+    @Test func systemdUnitVerifies() throws {
+        guard let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) else { return }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let unit = try String(contentsOfFile: root.path + "/deploy/cast2mqtt.service", encoding: .utf8)
+        #expect(unit.contains("Type=notify") && unit.contains("WatchdogSec="))
+        let dir = NSTemporaryDirectory() + "cast2mqtt-unit-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/cast2mqtt.service"
+        try unit.replacingOccurrences(of: "/usr/local/bin/cast2mqtt", with: try builtExecutable("cast2mqtt"))
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: analyze)
+        process.arguments = ["verify", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(output)")
+    }
+
     @Test func versionAndDevicesTable() throws {
         let (status, output) = try run(["--version"])
         #expect(status == 0)

@@ -1,0 +1,88 @@
+import CastProtocol
+import Foundation
+import Testing
+
+@testable import Bridge
+
+/// Inputs that used to hang or crash the bridge (names of any length, numbers a device makes
+/// up, namespaces that are not one topic level, JSON nested deeper than a device can echo).
+@Suite struct HostileInputTests {
+    static let longNames = [
+        String(repeating: "a", count: 129), String(repeating: "b", count: 130), String(repeating: "Long Name ", count: 30),
+        String(repeating: "Küche Wohnzimmer ", count: 12), String(repeating: "ü", count: 300), String(repeating: "_", count: 500),
+    ]
+
+    @Test(.timeLimit(.minutes(1)), arguments: longNames)
+    func namesOfAnyLengthGetAValidUniqueTopic(_ name: String) {
+        var r = TopicNameRegistry()
+        var seen = Set<String>()
+        for n in 0..<20 {
+            let id = String(format: "%032x", n + 0xabcd)
+            let topic = r.assign(id: id, friendlyName: name)
+            #expect(TopicNameRegistry.isValidTopicName(topic), "\(topic)")
+            #expect(topic.utf8.count <= 128)
+            #expect(seen.insert(topic).inserted, "\(topic) given twice")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func longOverridesAreCappedNotLooped() {
+        var r = TopicNameRegistry()
+        let a = r.assign(id: "a1", friendlyName: "x", override: String(repeating: "t", count: 200))
+        let b = r.assign(id: "b2", friendlyName: "x", override: String(repeating: "t", count: 200))
+        let c = r.assign(id: "c3", friendlyName: "x", override: String(repeating: "ö", count: 200))
+        #expect(a == String(repeating: "t", count: TopicNameRegistry.maxBaseBytes))
+        #expect(b == a + "_b2")
+        #expect(c.utf8.count <= TopicNameRegistry.maxBaseBytes)
+        #expect(TopicNameRegistry.isValidTopicName(c))
+    }
+
+    @Test func formatSecondsTakesAnyValue() {
+        #expect(formatSeconds(10) == "10")
+        #expect(formatSeconds(2.5) == "2.5")
+        #expect(formatSeconds(1e19) == "1e+19")
+        #expect(formatSeconds(-1e308) == "-1e+308")
+    }
+
+    @Test func skipAdWithAMadeUpSkippableTimeAnswers() throws {
+        var h = Harness()
+        let commands = MediaCommands.allBasicMedia.union(.skipAd).rawValue
+        h.online(media: [playing(commands: commands)])
+        var media = playing(commands: commands)
+        media.breakStatus = BreakStatus(breakId: "b", breakClipId: "c", currentBreakTime: 1, currentBreakClipTime: 1,
+                                        whenSkippable: 1e19)
+        h.feed(.mediaStatus(tvID, [media]))
+        let out = h.publish("cast2mqtt/living_room_tv/command/skip_ad", "")
+        let response = try #require(out.publications.first { $0.topic == "cast2mqtt/living_room_tv/response" })
+        #expect(response.text.contains("invalid_player_state"))
+        #expect(response.text.contains("1e+19"))
+    }
+
+    @Test func namespacesArePublishedOnOneTopicLevel() {
+        var h = Harness()
+        h.online()
+        for (namespace, level) in [("urn:x-cast:com.example/a/b", "urn:x-cast:com.example%2Fa%2Fb"),
+                                   ("urn:x-cast:a+b#c", "urn:x-cast:a%2Bb%23c"),
+                                   ("urn:x-cast:tab\there\u{0}", "urn:x-cast:tab%09here%00"),
+                                   ("urn:x-cast:50%", "urn:x-cast:50%25"),
+                                   ("urn:x-cast:com.example.plain", "urn:x-cast:com.example.plain")] {
+            let out = h.feed(.appMessage(tvID, namespace: namespace, payload: .string("{}")))
+            #expect(out.publications.map(\.topic) == ["cast2mqtt/living_room_tv/message/\(level)"])
+        }
+        let dropped = h.feed(.appMessage(tvID, namespace: "urn:x-cast:" + String(repeating: "n", count: 300), payload: .string("{}")))
+        #expect(dropped.publications.isEmpty)
+        #expect(dropped.logs.isEmpty && dropped.debugLogs.count == 1)
+    }
+
+    @Test func commandJSONNestedTooDeepIsRefused() throws {
+        var h = Harness()
+        h.online()
+        var nested = "1"
+        for _ in 0..<40 { nested = "{\"a\":\(nested)}" }
+        let payload = #"{"id":"deep","url":"http://192.0.2.5/a.mp3","custom_data":\#(nested)}"#
+        let out = h.publish("cast2mqtt/living_room_tv/command/load", payload)
+        #expect(out.operations.isEmpty)
+        let response = try #require(out.publications.first { $0.topic == "cast2mqtt/living_room_tv/response" })
+        #expect(response.text.contains("invalid_payload"))
+        #expect(response.text.contains("32 levels"))
+    }
+}
