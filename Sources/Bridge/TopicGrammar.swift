@@ -59,6 +59,7 @@ public struct TopicGrammar: Sendable, Hashable {
     public var bridgeDevices: String { "\(base)/bridge/devices" }
     public var bridgeEvent: String { "\(base)/bridge/event" }
     public func bridgeResponse(_ name: String) -> String { "\(base)/bridge/response/\(name)" }
+    public func bridgeRequest(_ name: String) -> String { "\(base)/bridge/request/\(name)" }
 
     public func device(_ dev: String, _ leaf: String) -> String { "\(base)/\(dev)/\(leaf)" }
     public func availability(_ dev: String) -> String { device(dev, "availability") }
