@@ -203,6 +203,22 @@ import Testing
         #expect(bad.json("cast2mqtt/bridge/response/remove")?["error"]?["code"] == .string("invalid_payload"))
     }
 
+    /// `remove` also forgets a device a previous run published that this run has not seen (an
+    /// mDNS device that is switched off), by its topic name.
+    @Test func removeRequestForARememberedDevice() {
+        var first = Harness()
+        first.feed(.mqttConnected)
+        first.feed(.deviceDiscovered(tvDescriptor()))
+        var h = Harness()
+        h.core.restorePublished(first.core.publishedSnapshot, staticIDs: [])
+        h.feed(.mqttConnected)
+        let out = h.publish("cast2mqtt/bridge/request/remove", "living_room_tv")
+        #expect(out.json("cast2mqtt/bridge/response/remove")?["status"] == .string("ok"))
+        #expect(out.on(deviceTopic).first?.payload.isEmpty == true)
+        #expect(out.on("cast2mqtt/living_room_tv/media").first?.payload.isEmpty == true)
+        #expect(h.core.publishedSnapshot.devices.isEmpty)
+    }
+
     /// A previous run published two devices; one is excluded now: the first connect clears it.
     @Test func goneSinceTheLastRunIsCleared() throws {
         var first = Harness()

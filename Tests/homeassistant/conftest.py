@@ -78,8 +78,10 @@ def bridge(workdir, broker, sim) -> Bridge:
 
 
 @pytest.fixture(scope="module")
-def ha(workdir, broker) -> HomeAssistant:
-    h = HomeAssistant(workdir, broker)
+def ha(workdir, broker, request) -> HomeAssistant:
+    # A test module may set HOME_ASSISTANT = {...}: keyword arguments of harness.HomeAssistant
+    # (extra_config, custom_components, media_files).
+    h = HomeAssistant(workdir, broker, **getattr(request.module, "HOME_ASSISTANT", {}))
     try:
         h.start()
         h.setup()

@@ -290,7 +290,12 @@ class Bridge:
 class HomeAssistant:
     """Home Assistant Core, headless on 127.0.0.1, with only what the tests need loaded."""
 
-    def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = ""):
+    def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = "",
+                 custom_components: Iterable[pathlib.Path] = (), media_files: dict[str, bytes] | None = None):
+        """`extra_config` is appended to configuration.yaml. `custom_components`: integration
+        folders (`<domain>/manifest.json` ...) to load, symlinked into
+        `<config>/custom_components/<folder name>` so the repository's code is what runs.
+        `media_files`: files for the local media folder (`media-source://media_source/local/...`)."""
         self.config_dir = workdir / "ha-config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
         self.broker = broker
@@ -306,6 +311,10 @@ class HomeAssistant:
             "  name: cast2mqtt test\n"
             "  latitude: 0\n  longitude: 0\n  elevation: 0\n"
             "  unit_system: metric\n  time_zone: UTC\n  country: DE\n  currency: EUR\n"
+            # The URL media players get for Home Assistant's own media (media_source, TTS).
+            f"  internal_url: {self.base}\n"
+            # Explicit: in a container (/.dockerenv) the default would be /media.
+            f"  media_dirs:\n    local: {json.dumps(str(self.config_dir / 'media'))}\n"
             "http:\n"
             "  server_host: 127.0.0.1\n"
             f"  server_port: {self.port}\n"
@@ -314,6 +323,16 @@ class HomeAssistant:
             "logger:\n"
             "  default: info\n"
             + extra_config)
+        for folder in custom_components:
+            target = self.config_dir / "custom_components" / pathlib.Path(folder).name
+            target.parent.mkdir(exist_ok=True)
+            if not target.is_symlink():
+                target.symlink_to(pathlib.Path(folder).resolve(), target_is_directory=True)
+        (self.config_dir / "media").mkdir(exist_ok=True)
+        for name, content in (media_files or {}).items():
+            path = self.config_dir / "media" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
 
     @property
     def log_path(self) -> pathlib.Path:
