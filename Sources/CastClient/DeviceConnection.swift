@@ -350,21 +350,20 @@ final class DeviceConnection {
     }
 
     private func dispatch(_ message: CastMessage) {
-        switch message.namespace {
-        case CastNamespace.receiver:
-            if case .status(_, let status)? = try? ReceiverResponse.parse(message.payload) { update(status) }
-        case CastNamespace.media:
-            guard let app = joinedApp, message.sourceID == app.transportId,
-                  case .status(_, let list)? = try? MediaResponse.parse(message.payload) else { return }
-            updateMedia(list.first)
-        case CastNamespace.multizone:
-            if let parsed = try? MultizoneMessage.parse(message.payload) { emit(.multizone(parsed)) }
-        default:
-            guard !CastNamespace.isPlatform(message.namespace) else { return }
-            if let index = replyWaiters.firstIndex(where: { $0.namespace == message.namespace }) {
-                replyWaiters.remove(at: index).promise.succeed(message.payload)
+        switch CastInbound.classify(message, joinedTransport: joinedApp?.transportId) {
+        case .receiverStatus(let status)?:
+            update(status)
+        case .mediaStatus(let status)?:
+            updateMedia(status)
+        case .multizone(let parsed)?:
+            emit(.multizone(parsed))
+        case .appMessage(let namespace, let sourceID, let payload)?:
+            if let index = replyWaiters.firstIndex(where: { $0.namespace == namespace }) {
+                replyWaiters.remove(at: index).promise.succeed(payload)
             }
-            emit(.appMessage(namespace: message.namespace, sourceID: message.sourceID, payload: message.payload))
+            emit(.appMessage(namespace: namespace, sourceID: sourceID, payload: payload))
+        case nil:
+            return
         }
     }
 
