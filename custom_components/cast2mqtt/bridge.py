@@ -385,31 +385,32 @@ class Bridge:
                     if device.topic == topic:
                         self._removed_if_gone(device_id)
 
-    @callback
-    def _receiver_message(self, msg: ReceiveMessage) -> None:
+    def _tracked_document(self, msg: ReceiveMessage) -> tuple[str, DeviceTopics, dict[str, Any]] | None:
+        """The device topic, its tracked entry and the JSON document of a device message."""
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge":
-            return
+            return None
         value = _document(msg.payload)
         if value is None:
             _LOGGER.debug("ignoring %s: not a JSON object", msg.topic)
-            return
-        if (entry := self._tracked(topic)) is not None:
+            return None
+        if (entry := self._tracked(topic)) is None:
+            return None
+        return topic, entry, value
+
+    @callback
+    def _receiver_message(self, msg: ReceiveMessage) -> None:
+        if (found := self._tracked_document(msg)) is not None:
+            topic, entry, value = found
             entry.receiver = value
             self._notify(topic)
 
     @callback
     def _media_message(self, msg: ReceiveMessage) -> None:
-        topic = self._device_topic(msg)
-        if topic is None or topic == "bridge":
-            return
-        value = _document(msg.payload)
-        if value is None:
-            _LOGGER.debug("ignoring %s: not a JSON object", msg.topic)
-            return
-        if (entry := self._tracked(topic)) is not None:
+        if (found := self._tracked_document(msg)) is not None:
+            topic, entry, value = found
             entry.media = value
-            entry.position_updated_at = _timestamp(entry.media.get("position_updated_at")) or dt_util.utcnow()
+            entry.position_updated_at = _timestamp(value.get("position_updated_at")) or dt_util.utcnow()
             self._notify(topic)
 
     @callback
