@@ -11,19 +11,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
+        // Each miss below builds a DecodingError with its coding path, so the kinds are tried
+        // in the order they are most common in app-defined data: leaves (strings, then
+        // numbers) far outnumber containers. A JSON decoder never converts between them.
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
-        } else if let b = try? container.decode(Bool.self) {
-            self = .bool(b)
-        } else if let n = try? container.decode(Double.self) {
-            self = .number(n)
         } else if let s = try? container.decode(String.self) {
             self = .string(s)
-        } else if let a = try? container.decode([JSONValue].self) {
-            self = .array(a)
+        } else if let n = try? container.decode(Double.self) {
+            self = .number(n)
         } else if let o = try? container.decode([String: JSONValue].self) {
             self = .object(o)
+        } else if let b = try? container.decode(Bool.self) {
+            self = .bool(b)
+        } else if let a = try? container.decode([JSONValue].self) {
+            self = .array(a)
         } else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
         }

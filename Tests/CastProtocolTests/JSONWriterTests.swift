@@ -64,3 +64,20 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+/// `JSONValue` decoding tries kinds in a fixed order; every kind must still come out as itself.
+@Suite struct JSONValueDecodingTests {
+    @Test func everyKindDecodesAsItself() throws {
+        let text = #"{"s":"1","n":1,"f":1.5,"t":true,"F":false,"z":null,"a":[1,"1",true,null,{}],"o":{"x":[]}}"#
+        let value = try CastJSON.decode(JSONValue.self, from: text)
+        #expect(value == .object([
+            "s": .string("1"), "n": .number(1), "f": .number(1.5), "t": .bool(true), "F": .bool(false), "z": .null,
+            "a": .array([.number(1), .string("1"), .bool(true), .null, .object([:])]),
+            "o": .object(["x": .array([])]),
+        ]))
+        for scalar in ["true", "false", "0", "-2.5", "\"true\"", "\"0\"", "null", "[]", "{}"] {
+            let decoded = try CastJSON.decode(JSONValue.self, from: scalar)
+            #expect(String(decoding: decoded.jsonBytes, as: UTF8.self) == scalar)
+        }
+    }
+}
