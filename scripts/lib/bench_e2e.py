@@ -167,6 +167,11 @@ class Watcher:
         self.client.on_connect = lambda c, u, f, rc, p: self.connected.set()
         self.client.on_message = self._on_message
         self.client.connect(HOST, port, keepalive=60)
+        # Like the bridges and the broker: without it, a PUBACK followed by the next PUBLISH on
+        # the same socket waits for the broker's delayed ACK (Nagle), ~40 ms per sample.
+        sock = self.client.socket()
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client.loop_start()
         if not self.connected.wait(10):
             raise BenchError(f"MQTT client {name} did not connect")
@@ -410,7 +415,10 @@ def measure_burst(bridge: Bridge, sim: Simulator, total: int, ndev: int, timeout
             return
         rid = doc.get("id")
         if isinstance(rid, str) and rid.startswith("b") and rid not in responses:
-            responses[rid] = (str(doc.get("status")), ts)
+            status = str(doc.get("status"))
+            if status != "ok" and isinstance(doc.get("error"), dict):
+                status = str(doc["error"].get("code"))
+            responses[rid] = (status, ts)
 
     bridge.watch.subscribe(f"{bridge.base}/+/response", on_resp)
     sent: dict[str, int] = {}
