@@ -143,6 +143,47 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Fuzz targets (docs/reliability.md, scripts/fuzz). A normal build makes each one a
+        // corpus replayer; `scripts/fuzz` builds them with `-DFUZZING -sanitize=fuzzer,address`
+        // in `.build-fuzz`, where the same main hands control to libFuzzer.
+        .target(name: "CFuzzer", path: "Fuzz/CFuzzer"),
+        .target(
+            name: "FuzzSupport",
+            dependencies: ["CFuzzer"],
+            path: "Fuzz/FuzzSupport",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fuzz-frame",
+            dependencies: ["FuzzSupport", "CastProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Fuzz/fuzz-frame",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fuzz-payload",
+            dependencies: ["FuzzSupport", "CastProtocol"],
+            path: "Fuzz/fuzz-payload",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fuzz-command",
+            dependencies: ["FuzzSupport", "Bridge", "CastProtocol"],
+            path: "Fuzz/fuzz-command",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fuzz-config",
+            dependencies: ["FuzzSupport", "Bridge"],
+            path: "Fuzz/fuzz-config",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fuzz-txt",
+            dependencies: ["FuzzSupport", "Discovery", "Bridge"],
+            path: "Fuzz/fuzz-txt",
+            swiftSettings: strict
+        ),
+
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
             name: "TestSupport",

@@ -7,12 +7,7 @@ import Foundation
 /// (the next event) turns availability online.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
-        guard configuration.discovery.admits(id: d.id, name: d.friendlyName) else {
-            // Excluded (or not included): forget it if it was known.
-            out.logs.append("ignoring \(d.friendlyName) (\(d.id)): excluded by discovery.include/exclude")
-            deviceRemoved(d.id, now: now, &out)
-            return
-        }
+        // include/exclude is Discovery's: a device that reaches the core is admitted.
         if var existing = devices[d.id] {
             guard existing.descriptor != d else { return }
             existing.descriptor = d
@@ -21,7 +16,7 @@ extension BridgeCore {
             publishBridgeEvent(["type": .string("device_updated"), "id": .string(d.id), "name": .string(d.friendlyName),
                                 "topic": .string(existing.topic)], now: now, &out)
             bridgeTopicsChanged(now: now, &out)
-            if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+            publishDiscovery(d.id, &out)
             return
         }
         let topic = names.assign(id: d.id, friendlyName: d.friendlyName, override: d.topicOverride)
@@ -31,7 +26,7 @@ extension BridgeCore {
         publishBridgeEvent(["type": .string("device_added"), "id": .string(d.id), "name": .string(d.friendlyName),
                             "topic": .string(topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)
-        if configuration.homeassistant.enabled { publishDiscovery(d.id, &out) }
+        publishDiscovery(d.id, &out)
     }
 
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
@@ -45,10 +40,8 @@ extension BridgeCore {
         }
         drainWaiting(id, removed, now: now, &out)
         guard let device = devices.removeValue(forKey: id) else { return }
-        clearDiscovery(device, &out)
-        for leaf in ["availability", "info", "receiver", "media", "state"] {
-            clearRetained(topics.device(device.topic, leaf), &out)
-        }
+        forgetPublished(id, topic: device.topic, discovery: discoveryTopics(device), &out)
+        out.forgotten.append(id)
         publishBridgeEvent(["type": .string("device_removed"), "id": .string(id), "name": .string(device.descriptor.friendlyName),
                             "topic": .string(device.topic)], now: now, &out)
         bridgeTopicsChanged(now: now, &out)

@@ -55,6 +55,9 @@ public struct BridgeCore: Sendable {
     var transferCandidates: [TransferCandidate] = []
     var announcements: [DeviceID: AnnounceJob] = [:]
     var restoredSessions: [DeviceID: SessionSnapshot.Entry] = [:]
+    /// What is retained per device (PublishedStore.swift), and the devices gone since the last run.
+    var published = PublishedSnapshot()
+    var goneAtStart: [DeviceID] = []
     /// Commands answered `busy` because their device's queue was full.
     var busyRejections = 0
     /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
@@ -127,7 +130,7 @@ public struct BridgeCore: Sendable {
             return
         }
         func context(_ name: String, default defaultTopic: String) -> CommandContext {
-            CommandContext(name: name, id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
+            CommandContext(name: String(name.prefix(64)), id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
                            correlationData: Self.validResponseTopic(responseTopic) == nil ? nil : correlationData)
         }
         switch parsed {
@@ -310,9 +313,9 @@ public struct BridgeCore: Sendable {
         publishBridgeInfo(&out)
         publishBridgeDevices(&out)
         for id in devices.keys.sorted() { publishDevice(id, now: now, &out) }
-        if configuration.homeassistant.enabled {
-            for id in devices.keys.sorted() { publishDiscovery(id, &out) }
-        }
+        clearGoneDevices(&out)
+        publishBridgeDiscovery(&out)
+        for id in devices.keys.sorted() { publishDiscovery(id, &out) }
         let already = Set(out.publications.map(\.topic))
         for topic in retained.keys.sorted() where !already.contains(topic) {
             if let entry = retained[topic] { out.publish(Publication(topic: topic, payload: entry.payload, retain: true)) }

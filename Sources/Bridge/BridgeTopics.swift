@@ -67,6 +67,17 @@ extension BridgeCore {
                 return
             }
             startTransfer(ctx, from: source, to: to, keepSource: keepSource, now: now, &out)
+        case .remove(let key):
+            if let id = resolveDevice(key), let device = devices[id] {
+                deviceRemoved(id, now: now, &out)
+                respond(ctx, .success(.object(["id": .string(id), "topic": .string(device.topic)])), &out)
+            } else if let id = rememberedDevice(key), let entry = published.devices[id] {
+                forgetPublished(id, topic: nil, &out)
+                out.forgotten.append(id)
+                respond(ctx, .success(.object(["id": .string(id), "topic": .string(entry.topic)])), &out)
+            } else {
+                respond(ctx, .failure(BridgeError(.unknownDevice, "no device is called \"\(key.prefix(200))\"")), &out)
+            }
         }
     }
 }

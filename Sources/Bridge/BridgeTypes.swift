@@ -197,6 +197,10 @@ public struct BridgeOutput: Sendable {
     public var debugLogs: [String] = []
     /// A running app session started or ended: save `sessionSnapshot()` to `state_dir`.
     public var sessionsChanged = false
+    /// What is retained per device changed: save `publishedSnapshot` to `state_dir`.
+    public var publishedChanged = false
+    /// Devices the bridge removed (excluded or forgotten): the I/O side drops their Cast clients.
+    public var forgotten: [DeviceID] = []
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -213,5 +217,7 @@ public struct BridgeOutput: Sendable {
         logs += other.logs
         debugLogs += other.debugLogs
         sessionsChanged = sessionsChanged || other.sessionsChanged
+        publishedChanged = publishedChanged || other.publishedChanged
+        forgotten += other.forgotten
     }
 }

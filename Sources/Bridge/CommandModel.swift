@@ -74,4 +74,6 @@ public enum BridgeRequest: Sendable, Hashable {
     case refresh
     case transfer(from: String, to: String, keepSource: Bool)
     case healthCheck
+    /// Forget a device: clear its retained topics and discovery configs.
+    case remove(device: String)
 }

@@ -7,17 +7,6 @@ public struct ParseFailure: Error, Sendable, Hashable {
     public var id: JSONValue?
 }
 
-/// Size rules for Cast messages: a whole CastMessage is at most 64 KiB, so the payload gets
-/// 64 KiB minus room for the envelope (ids, namespace, protobuf tags).
-public enum CastLimits {
-    public static let maxMessageBytes = 65_536
-    public static let envelopeReserve = 256
-
-    public static func fits(payloadBytes: Int, namespace: String) -> Bool {
-        payloadBytes + namespace.utf8.count + envelopeReserve <= maxMessageBytes
-    }
-}
-
 /// Turns MQTT payloads into typed commands. Every input is hostile until parsed here: sizes are
 /// bounded, text must be UTF-8, JSON must be an object with known keys of the right types, and
 /// every value is range-checked. Nothing here touches device state.
@@ -28,7 +17,7 @@ public struct CommandParser: Sendable {
     public static let commandNames = ["load", "play", "pause", "toggle", "stop", "seek", "rate", "volume", "mute",
                                       "next", "previous", "launch", "quit", "send", "transfer", "refresh", "announce",
                                       "skip_ad"]
-    public static let bridgeRequestNames = ["devices", "refresh", "transfer", "health_check"]
+    public static let bridgeRequestNames = ["devices", "refresh", "transfer", "health_check", "remove"]
 
     public init(maxPayload: Int = 65_536, allowedNamespaces: [String] = ["urn:x-cast:*"]) {
         self.maxPayload = maxPayload
@@ -152,6 +141,16 @@ public struct CommandParser: Sendable {
                     throw BridgeError.invalid("transfer needs \"from\" and \"to\" (topic name, friendly name or id)")
                 }
                 return .success((.transfer(from: from, to: to, keepSource: try f.bool("keep_source") ?? false), id))
+            case "remove":
+                if case .short(let device) = body {
+                    guard !device.isEmpty else { throw BridgeError.invalid("remove needs the device (topic name, friendly name or id)") }
+                    return .success((.remove(device: device), id))
+                }
+                try f.allow(["device"])
+                guard let device = try f.string("device"), !device.isEmpty else {
+                    throw BridgeError.invalid("remove needs \"device\": the device to forget (topic name, friendly name or id)")
+                }
+                return .success((.remove(device: device), id))
             default:
                 throw BridgeError(.unknownCommand, "there is no bridge request \"\(name.prefix(64))\"; requests are: "
                                   + Self.bridgeRequestNames.joined(separator: ", "))
@@ -389,7 +388,7 @@ public struct CommandParser: Sendable {
     }
 
     func checkCastSize(_ bytes: Int, namespace: String) throws {
-        guard CastLimits.fits(payloadBytes: bytes, namespace: namespace) else {
+        guard CastFraming.fits(payloadBytes: bytes, namespace: namespace) else {
             throw BridgeError(.payloadTooLarge, "the Cast message would have \(bytes) bytes; a Cast message is at most 64 KiB")
         }
     }

@@ -46,13 +46,6 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var include: [String] = []
         public var exclude: [String] = []
         public init() {}
-
-        /// Whether a device passes include/exclude (matched against its name and id, case-insensitive).
-        public func admits(id: String, name: String) -> Bool {
-            let keys = [id.lowercased(), name.lowercased()]
-            if exclude.contains(where: { keys.contains($0.lowercased()) }) { return false }
-            return include.isEmpty || include.contains(where: { keys.contains($0.lowercased()) })
-        }
     }
 
     public struct Cast: Sendable, Hashable {
@@ -75,10 +68,20 @@ public struct BridgeConfiguration: Sendable, Hashable {
     }
 
     public struct HomeAssistant: Sendable, Hashable {
+        /// How discovery configs are published (`homeassistant.discovery`).
+        public enum DiscoveryMode: String, Sendable, Hashable, CaseIterable {
+            /// One `<prefix>/device/<node>/config` per device with its entities in `cmps` (HA 2024.11+).
+            case device
+            /// One `<prefix>/<platform>/<node>/<object>/config` per entity (older HA).
+            case perEntity = "per_entity"
+        }
         public var enabled = true
         public var discoveryPrefix = "homeassistant"
-        public var mediaPlayer = false
+        /// `device` or `per_entity` (validated by the loader).
+        public var discovery = DiscoveryMode.device.rawValue
         public init() {}
+
+        public var discoveryMode: DiscoveryMode { DiscoveryMode(rawValue: discovery) ?? .device }
     }
 
     public struct Log: Sendable, Hashable {

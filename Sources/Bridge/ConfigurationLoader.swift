@@ -63,7 +63,8 @@ public enum ConfigurationLoader {
             Key(path: "homeassistant.enabled", kind: .bool, set: { $0.homeassistant.enabled = b($1) }, get: { "\($0.homeassistant.enabled)" }),
             Key(path: "homeassistant.discovery_prefix", kind: .string, set: { $0.homeassistant.discoveryPrefix = s($1) ?? "" },
                 get: { show($0.homeassistant.discoveryPrefix) }),
-            Key(path: "homeassistant.media_player", kind: .bool, set: { $0.homeassistant.mediaPlayer = b($1) }, get: { "\($0.homeassistant.mediaPlayer)" }),
+            Key(path: "homeassistant.discovery", kind: .string, set: { $0.homeassistant.discovery = s($1) ?? "" },
+                get: { show($0.homeassistant.discovery) }),
             Key(path: "state_dir", kind: .string, set: { $0.stateDir = s($1) ?? "" }, get: { show($0.stateDir) }),
             Key(path: "log.level", kind: .string, set: { $0.log.level = s($1) ?? "" }, get: { show($0.log.level) }),
         ]
@@ -322,6 +323,8 @@ public enum ConfigurationLoader {
         }
         try seconds(c.media.positionInterval, "media.position_interval", 0...3600)
         try check(isTopicPrefix(c.homeassistant.discoveryPrefix), "homeassistant.discovery_prefix", "must be a non-empty topic without + or #")
+        try check(BridgeConfiguration.HomeAssistant.DiscoveryMode(rawValue: c.homeassistant.discovery) != nil,
+                  "homeassistant.discovery", "must be device (Home Assistant 2024.11 and later) or per_entity")
         try check(!c.stateDir.isEmpty, "state_dir", "must not be empty")
         try check(["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(c.log.level), "log.level",
                   "must be one of trace, debug, info, notice, warning, error, critical")

@@ -1,24 +1,81 @@
 import CastProtocol
 
-/// Home Assistant MQTT discovery (mqtt-api.md §7), driven by the `entities` table.
-/// Config topics: `<prefix>/<platform>/cast2mqtt_<id>/<object>/config`; with
-/// `homeassistant.media_player` also `<prefix>/media_player/<id>/config`.
+/// Home Assistant MQTT discovery (mqtt-api.md §7), driven by two entity tables: one for every
+/// Cast device, one for the bridge itself (the device every Cast device names in `via_device`).
+///
+/// `homeassistant.discovery: device` (default): one retained `<prefix>/device/<node>/config` per
+/// device with its entities in `cmps` (Home Assistant 2024.11+). `per_entity`: one retained
+/// `<prefix>/<platform>/<node>/<object>/config` per entity. `<node>` is `cast2mqtt_<id>` for a
+/// Cast device and `cast2mqtt_bridge` for the bridge.
+///
+/// Rules a real Home Assistant enforces (Tests/homeassistant checks them against one): no
+/// `null` anywhere in a config (a key is left out instead), templates that never touch a missing
+/// key (`value_json.get(...)`, so no "Template variable warning"), and a template result of
+/// `None` for "unknown" (Home Assistant's MQTT platforms read the text `None` as no value).
 struct HAEntity: Sendable {
     var platform: String
     var object: String
     var name: String
-    /// Platform-specific keys, given the device's topics.
+    /// Platform-specific keys, given the topics and the device's topic name.
     var fields: @Sendable (_ topics: TopicGrammar, _ dev: String) -> [String: JSONValue]
+    /// Bridge entities: whether the entity follows `bridge/state` availability.
+    var available = true
+    /// One more availability entry besides the bridge's and the device's.
+    var extraAvailability: (@Sendable (_ topics: TopicGrammar, _ dev: String) -> JSONValue)?
+
+    init(platform: String, object: String, name: String,
+         fields: @escaping @Sendable (_ topics: TopicGrammar, _ dev: String) -> [String: JSONValue],
+         available: Bool = true, extraAvailability: (@Sendable (_ topics: TopicGrammar, _ dev: String) -> JSONValue)? = nil) {
+        self.platform = platform
+        self.object = object
+        self.name = name
+        self.fields = fields
+        self.available = available
+        self.extraAvailability = extraAvailability
+    }
 }
 
 extension BridgeCore {
     static let rateOptions = ["0.5", "0.75", "1", "1.25", "1.5", "2"]
+    /// The statuses of `<dev>/response`, the event types of the `last_command` event entity.
+    static let responseStatuses = ["ok", "error"]
 
-    /// The entity table: one row per entity of every device.
+    /// Templates. Every one reads absent and `null` keys as "no value" without a warning.
+    enum Template {
+        /// A top-level key as text, `None` (unknown) when absent, null or empty.
+        static func field(_ key: String) -> String { "{{ value_json.get('\(key)') or none }}" }
+        /// A top-level number, `None` when absent or not a number.
+        static func number(_ key: String) -> String {
+            "{% set v = value_json.get('\(key)') %}{{ v if v is number else none }}"
+        }
+        static let volumePercent =
+            "{% set v = (value_json.get('volume') or {}).get('level') %}{{ (v * 100) | round(0) | int if v is number else none }}"
+        static let muted =
+            "{% set m = (value_json.get('volume') or {}).get('muted') %}{{ 'ON' if m is sameas true else ('OFF' if m is sameas false else none) }}"
+        static let rate = "{% set r = value_json.get('playback_rate') %}{{ '%g' % r if r is number else none }}"
+        /// The first image's URL. Home Assistant logs an error for anything that is not an http(s)
+        /// URL, so without artwork this renders a URL in the reserved `.invalid` domain that is
+        /// never fetched: the entity is unavailable then (`hasArtwork`).
+        static let artwork =
+            "{% set i = value_json.get('images') or [] %}{% set u = i[0].get('url') if i and i[0] is mapping else none %}{{ u if u is string and (u.startswith('http://') or u.startswith('https://')) else 'https://no-artwork.invalid/' }}"
+        static let hasArtwork =
+            "{% set i = value_json.get('images') or [] %}{% set u = i[0].get('url') if i and i[0] is mapping else none %}{{ 'online' if u is string and (u.startswith('http://') or u.startswith('https://')) else 'offline' }}"
+        static let positionAttributes =
+            "{{ {'position_updated_at': value_json.get('position_updated_at'), 'playback_rate': value_json.get('playback_rate'), 'state': value_json.get('state')} | tojson }}"
+        static let response =
+            "{% set e = value_json.get('error') or {} %}{{ {'event_type': value_json.get('status'), 'command': value_json.get('command'), 'id': value_json.get('id'), 'error_code': e.get('code'), 'message': e.get('message')} | tojson }}"
+    }
+
+    /// The entity table: one row per entity of every Cast device.
     static var haEntities: [HAEntity] {
         func button(_ command: String, _ name: String, _ icon: String) -> HAEntity {
             HAEntity(platform: "button", object: command, name: name) { t, dev in
                 ["command_topic": .string(t.command(dev, command)), "payload_press": .string("{}"), "icon": .string(icon)]
+            }
+        }
+        func mediaText(_ object: String, _ name: String, _ key: String, _ icon: String) -> HAEntity {
+            HAEntity(platform: "sensor", object: object, name: name) { t, dev in
+                ["state_topic": .string(t.media(dev)), "value_template": .string(Template.field(key)), "icon": .string(icon)]
             }
         }
         return [
@@ -27,31 +84,45 @@ extension BridgeCore {
                  "device_class": .string("enum"),
                  "options": .array(["off", "idle", "buffering", "playing", "paused"].map(JSONValue.string))]
             },
-            HAEntity(platform: "sensor", object: "media_title", name: "Media title") { t, dev in
-                ["state_topic": .string(t.media(dev)), "value_template": .string("{{ value_json.title or '' }}"),
-                 "icon": .string("mdi:music-note")]
+            mediaText("media_title", "Media title", "title", "mdi:music-note"),
+            mediaText("media_artist", "Media artist", "artist", "mdi:account-music"),
+            mediaText("media_album", "Media album", "album", "mdi:album"),
+            HAEntity(platform: "sensor", object: "media_duration", name: "Media duration") { t, dev in
+                ["state_topic": .string(t.media(dev)), "value_template": .string(Template.number("duration")),
+                 "device_class": .string("duration"), "unit_of_measurement": .string("s"),
+                 "suggested_display_precision": .int(0)]
             },
+            HAEntity(platform: "sensor", object: "media_position", name: "Media position") { t, dev in
+                ["state_topic": .string(t.media(dev)), "value_template": .string(Template.number("position")),
+                 "device_class": .string("duration"), "unit_of_measurement": .string("s"),
+                 "suggested_display_precision": .int(0),
+                 "json_attributes_topic": .string(t.media(dev)),
+                 "json_attributes_template": .string(Template.positionAttributes)]
+            },
+            HAEntity(platform: "image", object: "artwork", name: "Artwork", fields: { t, dev in
+                ["url_topic": .string(t.media(dev)), "url_template": .string(Template.artwork)]
+            }, extraAvailability: { t, dev in
+                // Unavailable while there is no artwork.
+                .object(["topic": .string(t.media(dev)), "value_template": .string(Template.hasArtwork)])
+            }),
             HAEntity(platform: "sensor", object: "app", name: "App") { t, dev in
-                ["state_topic": .string(t.receiver(dev)), "value_template": .string("{{ value_json.app_name or '' }}"),
+                ["state_topic": .string(t.receiver(dev)), "value_template": .string(Template.field("app_name")),
                  "icon": .string("mdi:application")]
             },
             HAEntity(platform: "number", object: "volume", name: "Volume") { t, dev in
-                ["state_topic": .string(t.receiver(dev)),
-                 "value_template": .string("{{ ((value_json.volume.level or 0) * 100) | round(0) | int }}"),
-                 "command_topic": .string(t.command(dev, "volume")), "min": .number(0), "max": .number(100),
-                 "step": .number(1), "mode": .string("slider"), "unit_of_measurement": .string("%"),
+                ["state_topic": .string(t.receiver(dev)), "value_template": .string(Template.volumePercent),
+                 "command_topic": .string(t.command(dev, "volume")), "min": .int(0), "max": .int(100),
+                 "step": .int(1), "mode": .string("slider"), "unit_of_measurement": .string("%"),
                  "icon": .string("mdi:volume-high")]
             },
             HAEntity(platform: "switch", object: "mute", name: "Mute") { t, dev in
-                ["state_topic": .string(t.receiver(dev)),
-                 "value_template": .string("{{ 'ON' if value_json.volume.muted else 'OFF' }}"),
+                ["state_topic": .string(t.receiver(dev)), "value_template": .string(Template.muted),
                  "command_topic": .string(t.command(dev, "mute")), "payload_on": .string("true"),
                  "payload_off": .string("false"), "state_on": .string("ON"), "state_off": .string("OFF"),
                  "icon": .string("mdi:volume-off")]
             },
             HAEntity(platform: "select", object: "playback_rate", name: "Playback rate") { t, dev in
-                ["state_topic": .string(t.media(dev)),
-                 "value_template": .string("{{ '%g' % (value_json.playback_rate or 1) }}"),
+                ["state_topic": .string(t.media(dev)), "value_template": .string(Template.rate),
                  "command_topic": .string(t.command(dev, "rate")),
                  "options": .array(rateOptions.map(JSONValue.string)), "icon": .string("mdi:speedometer")]
             },
@@ -61,22 +132,72 @@ extension BridgeCore {
             button("next", "Next", "mdi:skip-next"),
             button("previous", "Previous", "mdi:skip-previous"),
             HAEntity(platform: "text", object: "load_url", name: "Load URL") { t, dev in
-                ["command_topic": .string(t.command(dev, "load")), "mode": .string("text"), "max": .number(255),
+                ["command_topic": .string(t.command(dev, "load")), "mode": .string("text"), "max": .int(255),
                  "icon": .string("mdi:link")]
+            },
+            HAEntity(platform: "event", object: "last_command", name: "Last command") { t, dev in
+                ["state_topic": .string(t.response(dev)), "value_template": .string(Template.response),
+                 "event_types": .array(responseStatuses.map(JSONValue.string)), "icon": .string("mdi:console-line")]
             },
         ]
     }
 
-    static let bridgeIdentifier = "cast2mqtt_bridge"
+    /// The bridge's own entities.
+    static var haBridgeEntities: [HAEntity] {
+        [
+            HAEntity(platform: "binary_sensor", object: "connection", name: "Connection", fields: { t, _ in
+                ["state_topic": .string(t.bridgeState), "payload_on": .string("online"), "payload_off": .string("offline"),
+                 "device_class": .string("connectivity"), "entity_category": .string("diagnostic")]
+            }, available: false),
+            HAEntity(platform: "sensor", object: "devices", name: "Devices") { t, _ in
+                ["state_topic": .string(t.bridgeInfo), "value_template": .string(Template.number("devices")),
+                 "state_class": .string("measurement"), "icon": .string("mdi:cast-variant")]
+            },
+            HAEntity(platform: "sensor", object: "online_devices", name: "Online devices") { t, _ in
+                ["state_topic": .string(t.bridgeInfo), "value_template": .string(Template.number("online")),
+                 "state_class": .string("measurement"), "icon": .string("mdi:cast-connected")]
+            },
+            HAEntity(platform: "button", object: "refresh", name: "Refresh") { t, _ in
+                ["command_topic": .string(t.bridgeRequest("refresh")), "payload_press": .string("{}"),
+                 "icon": .string("mdi:refresh")]
+            },
+        ]
+    }
+
+    static let bridgeNode = "cast2mqtt_bridge"
+    static let bridgeIdentifier = bridgeNode
+
+    static func node(_ id: DeviceID) -> String { "cast2mqtt_\(id)" }
 
     func haDeviceBlock(_ d: DeviceState) -> JSONValue {
-        .object([
-            "identifiers": .array([.string("cast2mqtt_\(d.id)")]),
+        var block: [String: JSONValue] = [
+            "identifiers": .array([.string(Self.node(d.id))]),
             "name": .string(d.descriptor.friendlyName),
-            "model": .str(d.descriptor.model),
-            "manufacturer": .str(d.descriptor.manufacturer ?? "Google"),
+            "manufacturer": .string(d.descriptor.manufacturer ?? "Google"),
             "via_device": .string(Self.bridgeIdentifier),
+        ]
+        // Left out until the device (or its mDNS record) says which model it is.
+        if let model = d.descriptor.model, !model.isEmpty { block["model"] = .string(model) }
+        return .object(block)
+    }
+
+    var haBridgeDeviceBlock: JSONValue {
+        .object([
+            "identifiers": .array([.string(Self.bridgeIdentifier)]),
+            "name": .string("cast2mqtt"),
+            "manufacturer": .string("cast2mqtt"),
+            "model": .string("Cast to MQTT bridge"),
+            "sw_version": .string(configuration.version),
         ])
+    }
+
+    var haOrigin: JSONValue {
+        .object(["name": .string("cast2mqtt"), "sw_version": .string(configuration.version)])
+    }
+
+    var bridgeAvailability: [String: JSONValue] {
+        ["availability": .array([.object(["topic": .string(topics.bridgeState)])]),
+         "payload_available": .string("online"), "payload_not_available": .string("offline")]
     }
 
     func haAvailability(_ d: DeviceState) -> [String: JSONValue] {
@@ -86,91 +207,132 @@ extension BridgeCore {
          "payload_available": .string("online"), "payload_not_available": .string("offline")]
     }
 
-    func discoveryTopic(_ entity: HAEntity, _ d: DeviceState) -> String {
-        "\(configuration.homeassistant.discoveryPrefix)/\(entity.platform)/cast2mqtt_\(d.id)/\(entity.object)/config"
+    var discoveryMode: BridgeConfiguration.HomeAssistant.DiscoveryMode { configuration.homeassistant.discoveryMode }
+
+    func discoveryTopic(platform: String, node: String, object: String) -> String {
+        "\(configuration.homeassistant.discoveryPrefix)/\(platform)/\(node)/\(object)/config"
     }
 
-    func mediaPlayerTopic(_ d: DeviceState) -> String {
-        "\(configuration.homeassistant.discoveryPrefix)/media_player/\(d.id)/config"
+    func deviceDiscoveryTopic(node: String) -> String {
+        "\(configuration.homeassistant.discoveryPrefix)/device/\(node)/config"
     }
 
-    /// Every discovery config of one device, as (topic, document).
+    /// One entity's keys (without `device` and `origin`, which per_entity adds and device mode
+    /// shares). `entityPrefix` makes the entity id: `<platform>.<entityPrefix>_<object>`.
+    func componentConfig(_ entity: HAEntity, node: String, topicName: String, entityPrefix: String,
+                         availability: [String: JSONValue]?) -> [String: JSONValue] {
+        var doc = entity.fields(topics, topicName)
+        if var availability, let extra = entity.extraAvailability?(topics, topicName),
+           case .array(let list)? = availability["availability"] {
+            availability["availability"] = .array(list + [extra])
+            doc.merge(availability) { a, _ in a }
+        }
+        doc["unique_id"] = .string("\(node)_\(entity.object)")
+        doc["object_id"] = .string("\(entityPrefix)_\(entity.object)")
+        doc["default_entity_id"] = .string("\(entity.platform).\(entityPrefix)_\(entity.object)")
+        doc["name"] = .string(entity.name)
+        doc["qos"] = .int(configuration.mqtt.qos)
+        if let availability { doc.merge(availability) { a, _ in a } }
+        return doc
+    }
+
+    /// The configs of one node (a Cast device or the bridge) in the configured mode, as (topic, document).
+    func nodeConfigs(node: String, topicName: String, entityPrefix: String, entities: [HAEntity], device: JSONValue,
+                     availability: (HAEntity) -> [String: JSONValue]?) -> [(String, JSONValue)] {
+        switch discoveryMode {
+        case .perEntity:
+            return entities.map { entity in
+                var doc = componentConfig(entity, node: node, topicName: topicName, entityPrefix: entityPrefix,
+                                          availability: availability(entity))
+                doc["device"] = device
+                doc["origin"] = haOrigin
+                return (discoveryTopic(platform: entity.platform, node: node, object: entity.object), JSONValue.object(doc).withoutNulls)
+            }
+        case .device:
+            var components: [String: JSONValue] = [:]
+            for entity in entities {
+                var doc = componentConfig(entity, node: node, topicName: topicName, entityPrefix: entityPrefix,
+                                          availability: availability(entity))
+                doc["platform"] = .string(entity.platform)
+                components[entity.object] = .object(doc)
+            }
+            let doc: JSONValue = .object(["device": device, "origin": haOrigin, "cmps": .object(components),
+                                          "qos": .int(configuration.mqtt.qos)])
+            return [(deviceDiscoveryTopic(node: node), doc.withoutNulls)]
+        }
+    }
+
+    /// Every discovery config of one Cast device, as (topic, document).
     func discoveryConfigs(_ id: DeviceID) -> [(String, JSONValue)] {
         guard let d = devices[id] else { return [] }
-        var out: [(String, JSONValue)] = []
-        for entity in Self.haEntities {
-            var doc = entity.fields(topics, d.topic)
-            doc["unique_id"] = .string("cast2mqtt_\(d.id)_\(entity.object)")
-            doc["object_id"] = .string("\(d.topic)_\(entity.object)")
-            doc["name"] = .string(entity.name)
-            doc["device"] = haDeviceBlock(d)
-            doc["qos"] = .int(configuration.mqtt.qos)
-            doc["origin"] = .object(["name": .string("cast2mqtt"), "sw_version": .string(configuration.version)])
-            doc.merge(haAvailability(d)) { a, _ in a }
-            out.append((discoveryTopic(entity, d), .object(doc)))
-        }
-        if configuration.homeassistant.mediaPlayer {
-            out.append((mediaPlayerTopic(d), mediaPlayerConfig(d)))
-        }
-        return out
+        return discoveryConfigs(d)
     }
 
-    /// The community `mqtt_media_player` schema: state and command topics plus value templates.
-    func mediaPlayerConfig(_ d: DeviceState) -> JSONValue {
-        var doc: [String: JSONValue] = [
-            "name": .string(d.descriptor.friendlyName),
-            "unique_id": .string("cast2mqtt_\(d.id)_media_player"),
-            "device": haDeviceBlock(d),
-            "state_state_topic": .string(topics.state(d.topic)),
-            "state_title_topic": .string(topics.media(d.topic)),
-            "state_title_template": .string("{{ value_json.title or '' }}"),
-            "state_artist_topic": .string(topics.media(d.topic)),
-            "state_artist_template": .string("{{ value_json.artist or '' }}"),
-            "state_album_topic": .string(topics.media(d.topic)),
-            "state_album_template": .string("{{ value_json.album or '' }}"),
-            "state_duration_topic": .string(topics.media(d.topic)),
-            "state_duration_template": .string("{{ value_json.duration or 0 }}"),
-            "state_position_topic": .string(topics.media(d.topic)),
-            "state_position_template": .string("{{ value_json.position or 0 }}"),
-            "state_volume_topic": .string(topics.receiver(d.topic)),
-            "state_volume_template": .string("{{ value_json.volume.level or 0 }}"),
-            "state_albumart_topic": .string(topics.media(d.topic)),
-            "state_albumart_template": .string("{{ (value_json.images or [{}])[0].url or '' }}"),
-            "command_volume_topic": .string(topics.command(d.topic, "volume")),
-            "command_volume_template": .string("{\"level\": {{ volume }}}"),
-            "command_play_topic": .string(topics.command(d.topic, "play")),
-            "command_play_payload": .string("{}"),
-            "command_pause_topic": .string(topics.command(d.topic, "pause")),
-            "command_pause_payload": .string("{}"),
-            "command_next_topic": .string(topics.command(d.topic, "next")),
-            "command_next_payload": .string("{}"),
-            "command_previous_topic": .string(topics.command(d.topic, "previous")),
-            "command_previous_payload": .string("{}"),
-            "command_playmedia_topic": .string(topics.command(d.topic, "load")),
-        ]
-        doc.merge(haAvailability(d)) { a, _ in a }
-        return .object(doc)
+    func discoveryConfigs(_ d: DeviceState) -> [(String, JSONValue)] {
+        let availability = haAvailability(d)
+        return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: Self.haEntities,
+                           device: haDeviceBlock(d), availability: { _ in availability })
     }
 
-    mutating func publishDiscovery(_ id: DeviceID, _ out: inout BridgeOutput) {
+    /// The bridge's own discovery configs.
+    var bridgeDiscoveryConfigs: [(String, JSONValue)] {
+        let availability = bridgeAvailability
+        return nodeConfigs(node: Self.bridgeNode, topicName: "bridge", entityPrefix: Self.bridgeNode,
+                           entities: Self.haBridgeEntities, device: haBridgeDeviceBlock,
+                           availability: { $0.available ? availability : nil })
+    }
+
+    mutating func publishDiscovery(_ id: DeviceID, force: Bool = false, _ out: inout BridgeOutput) {
+        guard let d = devices[id] else { return }
+        guard configuration.homeassistant.enabled else {
+            // The device topics are still remembered, for removal after a restart.
+            remember(d, discovery: published.devices[id]?.discovery ?? [], &out)
+            return
+        }
+        let configs = discoveryConfigs(id)
+        // Configs of this device published before under other topics (the other discovery mode):
+        // cleared first, so Home Assistant does not keep two copies of each entity.
+        let current = Set(configs.map(\.0))
+        for stale in (published.devices[id]?.discovery ?? []).sorted() where !current.contains(stale) {
+            clearRetained(stale, &out)
+        }
+        for (topic, doc) in configs { publishRetained(topic, doc, force: force, &out) }
+        remember(d, discovery: configs.map(\.0).sorted(), &out)
+    }
+
+    mutating func publishBridgeDiscovery(force: Bool = false, _ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
-        for (topic, doc) in discoveryConfigs(id) { publishRetained(topic, doc, &out) }
+        let configs = bridgeDiscoveryConfigs
+        let current = Set(configs.map(\.0))
+        for stale in published.bridge.sorted() where !current.contains(stale) { clearRetained(stale, &out) }
+        for (topic, doc) in configs { publishRetained(topic, doc, force: force, &out) }
+        let topics = configs.map(\.0).sorted()
+        if published.bridge != topics {
+            published.bridge = topics
+            out.publishedChanged = true
+        }
     }
 
     /// Home Assistant announced itself: every config again, changed or not.
     mutating func republishDiscovery(_ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
-        for id in devices.keys.sorted() {
-            for (topic, doc) in discoveryConfigs(id) { publishRetained(topic, doc, force: true, &out) }
-        }
+        publishBridgeDiscovery(force: true, &out)
+        for id in devices.keys.sorted() { publishDiscovery(id, force: true, &out) }
     }
 
-    /// A removed device: every config cleared with an empty retained payload.
-    mutating func clearDiscovery(_ d: DeviceState, _ out: inout BridgeOutput) {
-        guard configuration.homeassistant.enabled else { return }
-        for entity in Self.haEntities { clearRetained(discoveryTopic(entity, d), &out) }
-        if configuration.homeassistant.mediaPlayer || retained[mediaPlayerTopic(d)] != nil {
-            clearRetained(mediaPlayerTopic(d), &out)
+    /// The config topics a device has now (for clearing it).
+    func discoveryTopics(_ d: DeviceState) -> [String] {
+        configuration.homeassistant.enabled ? discoveryConfigs(d).map(\.0) : []
+    }
+}
+
+extension JSONValue {
+    /// The value with every `null` object member and array element left out, recursively.
+    var withoutNulls: JSONValue {
+        switch self {
+        case .object(let o): return .object(o.compactMapValues { $0 == .null ? nil : $0.withoutNulls })
+        case .array(let a): return .array(a.compactMap { $0 == .null ? nil : $0.withoutNulls })
+        default: return self
         }
     }
 }

@@ -35,19 +35,21 @@ public struct TopicGrammar: Sendable, Hashable {
         guard topic.hasPrefix(prefix) else { return nil }
         let rest = topic.dropFirst(prefix.count)
         let levels = rest.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard levels.count >= 3, !levels[0].isEmpty else { return nil }
+        guard levels.count >= 2, !levels[0].isEmpty else { return nil }
         if levels[0] == "bridge" {
             guard levels.count == 3, levels[1] == "request", Self.isName(levels[2]) else { return nil }
             return .bridgeRequest(name: levels[2])
         }
         guard levels[1] == "command" else { return nil }
-        if levels[2] == "send" {
+        if levels.count >= 3, levels[2] == "send" {
             guard levels.count >= 4 else { return .deviceCommand(device: levels[0], name: "send") }
             let namespace = levels[3...].joined(separator: "/")
             return .deviceSend(device: levels[0], namespace: namespace)
         }
-        guard levels.count == 3, !levels[2].isEmpty else { return nil }
-        return .deviceCommand(device: levels[0], name: levels[2])
+        // Every topic under `command/` is a command, so it gets its one answer: a name with more
+        // levels (`command/volume/extra`, `command/play/`) or none is an unknown command.
+        // (`command/#` also delivers `command` itself.)
+        return .deviceCommand(device: levels[0], name: levels.dropFirst(2).joined(separator: "/"))
     }
 
     static func isName(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 64 }
@@ -59,6 +61,7 @@ public struct TopicGrammar: Sendable, Hashable {
     public var bridgeDevices: String { "\(base)/bridge/devices" }
     public var bridgeEvent: String { "\(base)/bridge/event" }
     public func bridgeResponse(_ name: String) -> String { "\(base)/bridge/response/\(name)" }
+    public func bridgeRequest(_ name: String) -> String { "\(base)/bridge/request/\(name)" }
 
     public func device(_ dev: String, _ leaf: String) -> String { "\(base)/\(dev)/\(leaf)" }
     public func availability(_ dev: String) -> String { device(dev, "availability") }

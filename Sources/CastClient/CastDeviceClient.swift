@@ -15,8 +15,9 @@ import NIOSSL
 public final class CastDeviceClient: Sendable {
     public let address: CastDeviceAddress
     public let events: AsyncStream<CastClientEvent>
-    private let connection: DeviceConnection
-    private var eventLoop: any EventLoop { connection.eventLoop }
+    /// The connection, confined to `eventLoop`: every access checks it (NIOLoopBoundBox).
+    private let box: NIOLoopBoundBox<DeviceConnection>
+    private let eventLoop: any EventLoop
 
     /// - Parameters:
     ///   - eventLoop: the loop this device lives on (pick one from a shared group: many
@@ -37,9 +38,11 @@ public final class CastDeviceClient: Sendable {
         } else {
             emit = { continuation.yield($0) }
         }
-        self.connection = DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
-                                           sslContext: context, logger: logger, emit: emit,
-                                           finishEvents: { continuation.finish() })
+        self.eventLoop = eventLoop
+        self.box = .makeBoxSendingValue(
+            DeviceConnection(address: address, configuration: configuration, eventLoop: eventLoop,
+                             sslContext: context, logger: logger, emit: emit, finishEvents: { continuation.finish() }),
+            eventLoop: eventLoop)
     }
 
     /// The TLS settings of a Cast sender: devices present self-signed certificates, so there is
@@ -55,36 +58,36 @@ public final class CastDeviceClient: Sendable {
 
     /// Starts connecting (returns at once; progress arrives on `events`).
     public func start() {
-        eventLoop.execute { self.connection.start() }
+        eventLoop.execute { self.box.value.start() }
     }
 
     /// Closes the virtual connections politely and the socket; pending requests fail with
     /// `shuttingDown`; the event stream finishes. No reconnect afterwards.
     public func shutdown() async {
-        let closed = eventLoop.flatSubmit { self.connection.shutdown() }
+        let closed = eventLoop.flatSubmit { self.box.value.shutdown() }
         _ = try? await closed.get()
     }
 
     /// The device was seen at `address` (mDNS): reconnect now if it moved or while waiting.
     public func update(address: CastDeviceAddress) {
-        eventLoop.execute { self.connection.update(address: address) }
+        eventLoop.execute { self.box.value.update(address: address) }
     }
 
     /// SHA-256 fingerprint of the device's TLS certificate (`AB:CD:…`) on the last connection.
     public var certificateFingerprint: String? {
-        get async { try? await eventLoop.submit { self.connection.fingerprint }.get() }
+        get async { try? await eventLoop.submit { self.box.value.fingerprint }.get() }
     }
 
     /// True once the device answered on the current connection.
     public var isConnected: Bool {
-        get async { (try? await eventLoop.submit { self.connection.isConnected }.get()) ?? false }
+        get async { (try? await eventLoop.submit { self.box.value.isConnected }.get()) ?? false }
     }
 
     /// The last receiver status, the joined app and its merged media status.
     public var snapshot: (receiver: ReceiverStatus?, app: ReceiverApplication?, media: MediaStatus?) {
         get async {
             (try? await eventLoop.submit {
-                (self.connection.receiverStatus, self.connection.joinedApp, self.connection.mediaStatus)
+                (self.box.value.receiverStatus, self.box.value.joinedApp, self.box.value.mediaStatus)
             }.get()) ?? (nil, nil, nil)
         }
     }
@@ -107,12 +110,13 @@ public final class CastDeviceClient: Sendable {
     @discardableResult
     public func ensureApp(_ appId: String) async throws -> ReceiverApplication {
         try await call {
-            if let app = self.connection.joinedApp, app.appId == appId { return self.eventLoop.makeSucceededFuture(app) }
+            if let app = self.box.value.joinedApp, app.appId == appId { return self.eventLoop.makeSucceededFuture(app) }
             return self.launchOnLoop(appId)
         }
     }
 
     private func launchOnLoop(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
+        let connection = box.value
         let launch = connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
             .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
         }
@@ -139,7 +143,7 @@ public final class CastDeviceClient: Sendable {
 
     private func receiverRequest(_ request: ReceiverRequest) async throws -> ReceiverStatus {
         let reply = try await call {
-            self.connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            self.box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
                 .string(request.json(requestId: $0))
             }
         }
@@ -233,7 +237,7 @@ public final class CastDeviceClient: Sendable {
 
     private func mediaReply(needsSession: Bool, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> CastMessage {
         try await call {
-            let connection = self.connection
+            let connection = self.box.value
             guard let app = connection.joinedApp, let transport = app.transportId else {
                 return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
             }
@@ -265,7 +269,7 @@ public final class CastDeviceClient: Sendable {
     @discardableResult
     public func sendAppMessage(namespace: String, payload: CastPayload, awaitReply: Duration? = nil) async throws -> CastPayload? {
         let reply: CastPayload? = try await call {
-            let connection = self.connection
+            let connection = self.box.value
             guard let app = connection.joinedApp, let transport = app.transportId else {
                 return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
             }

@@ -17,10 +17,11 @@ public struct CastDeviceAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
-/// The connection to one device across reconnects. Every stored property is touched only on
-/// `eventLoop` (the channel is bootstrapped on the same loop), which is what makes the
-/// `@unchecked Sendable` sound; each entry point asserts it.
-final class DeviceConnection: @unchecked Sendable {
+/// The connection to one device across reconnects. It is not `Sendable`: it lives on `eventLoop`
+/// (the channel is bootstrapped on the same loop), `CastDeviceClient` holds it in a
+/// `NIOLoopBoundBox` (every access checks the loop, in release builds too), and its own
+/// callbacks are scheduled through `eventLoop.assumeIsolated()`, which the compiler checks.
+final class DeviceConnection {
     typealias Machine = CastConnectionStateMachine<ContinuousClock.Instant>
 
     let eventLoop: any EventLoop
@@ -144,7 +145,7 @@ final class DeviceConnection: @unchecked Sendable {
         nextWaiterID += 1
         let id = nextWaiterID
         replyWaiters.append((id, namespace, promise))
-        eventLoop.scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in
+        eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in
             if let index = replyWaiters.firstIndex(where: { $0.id == id }) {
                 replyWaiters.remove(at: index).promise.fail(CastError(.timeout, "the app sent no reply on \(namespace) in time"))
             }
@@ -160,7 +161,7 @@ final class DeviceConnection: @unchecked Sendable {
         nextWaiterID += 1
         let id = nextWaiterID
         appWaiters.append((id, appId, promise))
-        launch.whenComplete { [self] result in
+        launch.assumeIsolated().whenComplete { [self] result in
             guard let index = appWaiters.firstIndex(where: { $0.id == id }) else { return }
             switch result {
             case .failure(let error):
@@ -246,13 +247,13 @@ final class DeviceConnection: @unchecked Sendable {
             case .scheduleTimer(let deadline):
                 timer?.cancel()
                 let delay = clock.now.duration(to: deadline)
-                timer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
+                timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .scheduleReconnect(_, let delay):
                 reconnectTimer?.cancel()
                 logger.debug("reconnecting later", metadata: ["cast.delay": "\(delay.seconds)"])
-                reconnectTimer = eventLoop.scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
+                reconnectTimer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
                     run(machine.timerFired(now: clock.now))
                 }
             case .completeRequest(let id, let message):
@@ -270,6 +271,8 @@ final class DeviceConnection: @unchecked Sendable {
         let generation = self.generation
         let sslContext = self.sslContext
         let address = self.address
+        // The initializer runs on the channel's loop, which is this connection's loop.
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
             .connectTimeout(TimeAmount.nanoseconds(configuration.connectTimeout.clampedNanoseconds))
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -281,11 +284,12 @@ final class DeviceConnection: @unchecked Sendable {
                         tls,
                         ByteToMessageHandler(CastFrameDecoder()),
                         MessageToByteHandler(CastFrameEncoder()),
-                        CastChannelHandler(connection: self, generation: generation),
+                        CastChannelHandler(connection: bound.value, generation: generation),
                     ])
                 }
             }
             .connect(host: address.host, port: address.port)
+            .assumeIsolated()
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
@@ -297,7 +301,7 @@ final class DeviceConnection: @unchecked Sendable {
                     // accepts and then says nothing would hold us here forever.
                     pendingChannel = channel
                     let limit = configuration.connectTimeout
-                    eventLoop.scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
+                    eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
                         guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
                         if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
                         stalled.close(promise: nil)
@@ -346,21 +350,20 @@ final class DeviceConnection: @unchecked Sendable {
     }
 
     private func dispatch(_ message: CastMessage) {
-        switch message.namespace {
-        case CastNamespace.receiver:
-            if case .status(_, let status)? = try? ReceiverResponse.parse(message.payload) { update(status) }
-        case CastNamespace.media:
-            guard let app = joinedApp, message.sourceID == app.transportId,
-                  case .status(_, let list)? = try? MediaResponse.parse(message.payload) else { return }
-            updateMedia(list.first)
-        case CastNamespace.multizone:
-            if let parsed = try? MultizoneMessage.parse(message.payload) { emit(.multizone(parsed)) }
-        default:
-            guard !CastNamespace.isPlatform(message.namespace) else { return }
-            if let index = replyWaiters.firstIndex(where: { $0.namespace == message.namespace }) {
-                replyWaiters.remove(at: index).promise.succeed(message.payload)
+        switch CastInbound.classify(message, joinedTransport: joinedApp?.transportId) {
+        case .receiverStatus(let status)?:
+            update(status)
+        case .mediaStatus(let status)?:
+            updateMedia(status)
+        case .multizone(let parsed)?:
+            emit(.multizone(parsed))
+        case .appMessage(let namespace, let sourceID, let payload)?:
+            if let index = replyWaiters.firstIndex(where: { $0.namespace == namespace }) {
+                replyWaiters.remove(at: index).promise.succeed(payload)
             }
-            emit(.appMessage(namespace: message.namespace, sourceID: message.sourceID, payload: message.payload))
+            emit(.appMessage(namespace: namespace, sourceID: sourceID, payload: payload))
+        case nil:
+            return
         }
     }
 

@@ -6,6 +6,16 @@ public enum CastFraming {
     public static let maxBodySize = 65_536
     /// Bytes of the length prefix.
     public static let headerSize = 4
+    /// Room a CastMessage needs besides its payload and namespace: endpoint ids (`sender-0`, a
+    /// transport id), protobuf tags and lengths, the version fields.
+    public static let envelopeReserve = 256
+
+    /// The one 64 KiB rule, for a message not built yet: a payload of `payloadBytes` on
+    /// `namespace` fits in a frame with room for the envelope. (`CastDeviceClient` measures a
+    /// built message near the limit exactly; the framer refuses anything larger.)
+    public static func fits(payloadBytes: Int, namespace: String) -> Bool {
+        payloadBytes + namespace.utf8.count + envelopeReserve <= maxBodySize
+    }
 
     /// Appends one frame (header + body) for `message` to `buffer`.
     public static func write(_ message: CastMessage, into buffer: inout ByteBuffer) throws {

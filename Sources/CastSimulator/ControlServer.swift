@@ -186,8 +186,18 @@ struct ControlRouter: Sendable {
         }
     }
 
-    private func fault(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
+    func fault(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
         switch json["action"]?.stringValue ?? "" {
+        case "hostile":
+            return await hostile(device, json)
+        case "hostile_replies":
+            guard let mode = json["mode"]?.stringValue.flatMap(HostileReplyMode.init(rawValue:)) else {
+                return .error(.badRequest, "need \"mode\": \(HostileReplyMode.allCases.map(\.rawValue).joined(separator: " or "))")
+            }
+            let count = json["count"]?.doubleValue.map { Int(max(0, min($0, 10_000))) } ?? 1
+            await device.armHostileReplies(mode, count: count)
+        case "behave":
+            await device.behave()
         case "drop": await device.dropConnections()
         case "silence": await device.silence()
         case "resume": await device.resume()
@@ -230,6 +240,29 @@ struct ControlRouter: Sendable {
             return .error(.badRequest, "unknown action '\(other)'")
         }
         return .ok
+    }
+
+    struct HostileAnswer: Encodable {
+        var ok = true
+        var messages: Int
+    }
+
+    /// `{"action":"hostile","class":"numbers,nulls"|"all"}`: one round now; with `interval_ms`,
+    /// hostile mode (a round of the next class every interval until `behave`).
+    private func hostile(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
+        let names = HostileClass.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let text = json["class"]?.stringValue, let classes = HostileClass.parseList(text) else {
+            return .error(.badRequest, "need \"class\": all or a comma-separated list of \(names)")
+        }
+        let seed = json["seed"]?.doubleValue.map { UInt64(max(0, min($0, 1e15))) } ?? 1
+        if let interval = json["interval_ms"]?.doubleValue {
+            guard interval.isFinite, interval >= 10, interval <= 3_600_000 else {
+                return .error(.badRequest, "interval_ms: 10-3600000")
+            }
+            await device.startHostile(classes, interval: .milliseconds(Int64(interval)), seed: seed)
+            return .json(HostileAnswer(messages: 0))
+        }
+        return .json(HostileAnswer(messages: await device.sendHostile(classes, seed: seed)))
     }
 
     struct MessageDescription: Encodable {

@@ -60,6 +60,9 @@ final class SenderConnection: @unchecked Sendable {
     let injector: RawBytesInjector
     /// Virtual connections: source id -> endpoints it CONNECTed to.
     var virtualConnections: [String: Set<String>] = [:]
+    /// The last request (a message with a requestId > 0) per namespace and source id, for the
+    /// hostile class `broken_replies`.
+    var lastRequests: [String: HostileRequest] = [:]
     /// Messages lost to the `swallowFirstMessages` fault on this connection so far.
     var swallowed = 0
 

@@ -37,6 +37,8 @@ public struct SimulatorCounters: Sendable, Hashable, Codable {
     public var launches = 0
     public var loads = 0
     public var restarts = 0
+    /// Hostile messages sent (`sendHostile`, hostile mode, armed broken replies).
+    public var hostileMessagesSent = 0
     public init() {}
 }
 

@@ -104,6 +104,12 @@ public final class SimulatedDevice: @unchecked Sendable {
     var heartbeatTask: RepeatedTask?
     var tickTask: RepeatedTask?
     var rebind: Scheduled<Void>?
+    /// Hostile mode (`startHostile`): the repeating task and how many rounds it sent.
+    var hostileTask: RepeatedTask?
+    var hostileRound = 0
+    /// Armed broken replies (`armHostileReplies`): the kind and how many requests still get them.
+    var hostileReplyMode: HostileReplyMode = .brokenBody
+    var hostileReplyBudget = 0
 
     public var id: String { configuration.id }
     public var name: String { configuration.name }
@@ -196,6 +202,7 @@ public final class SimulatedDevice: @unchecked Sendable {
             self.heartbeatTask?.cancel()
             self.tickTask?.cancel()
             self.rebind?.cancel()
+            self.hostileTask?.cancel()
             self.listeningBox.withLockedValue { $0 = false }
             let closes = self.connections.values.map { $0.channel.close() } + [self.listener?.close()].compactMap { $0 }
             self.connections.removeAll()
@@ -284,6 +291,7 @@ public final class SimulatedDevice: @unchecked Sendable {
             logger.debug("not delivered (no virtual connection): \(message.namespace) \(message.sourceID)->\(destination)")
             return
         }
+        noteRequest(message, on: connection)
         if destination == CastEndpoint.receiver {
             switch message.namespace {
             case CastNamespace.receiver: handleReceiver(message, on: connection)

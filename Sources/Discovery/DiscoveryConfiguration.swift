@@ -30,9 +30,10 @@ public struct DiscoveryConfiguration: Sendable, Equatable {
     }
 }
 
-/// The include/exclude rule: an entry matches a device when it equals its friendly name
-/// (case-insensitive) or its id (dashes and case ignored). Exclude wins; an empty include list
-/// includes everything.
+/// The include/exclude rule — its only implementation; the daemon hands it to the bridge core
+/// for devices a previous run published: an entry matches a device when it equals its friendly
+/// name (case-insensitive) or its id (dashes and case ignored). Exclude wins; an empty include
+/// list includes everything.
 public struct DeviceFilter: Sendable, Equatable {
     private let includeNames: Set<String>
     private let includeIDs: Set<String>
@@ -49,8 +50,14 @@ public struct DeviceFilter: Sendable, Equatable {
     }
 
     public func allows(_ record: CastDeviceRecord) -> Bool {
-        let name = record.friendlyName.lowercased()
-        if excludeNames.contains(name) || excludeIDs.contains(record.id) { return false }
-        return includeAll || includeNames.contains(name) || includeIDs.contains(record.id)
+        allows(id: record.id, friendlyName: record.friendlyName)
+    }
+
+    /// The rule for a device known by id and name only (e.g. remembered from an earlier run).
+    public func allows(id: String, friendlyName: String) -> Bool {
+        let name = friendlyName.lowercased()
+        let id = TXTRecordParser.normalizeID(id) ?? id.lowercased()
+        if excludeNames.contains(name) || excludeIDs.contains(id) { return false }
+        return includeAll || includeNames.contains(name) || includeIDs.contains(id)
     }
 }

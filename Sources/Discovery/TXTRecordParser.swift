@@ -120,10 +120,12 @@ public enum TXTRecordParser {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The cast type rule: a group when the port is not 8009 or `ca` has the multizone bit; else
-    /// video when `ca` has video-out; else audio. Without `ca`, the model name decides.
+    /// The cast type rule, from what the device says: a group when `ca` has the multizone bit;
+    /// else video when `ca` has video-out; else audio. Without `ca`, the model name decides
+    /// (`Google Cast Group` is a group); with neither, video. The port alone decides nothing:
+    /// groups listen on ports other than 8009, but so do many devices given in the configuration
+    /// (and every simulated one).
     public static func castType(capabilities: CastCapabilities?, model: String?, port: Int) -> CastType {
-        if port != devicePort { return .group }
         if let capabilities {
             if capabilities.contains(.multizoneGroup) { return .group }
             return capabilities.contains(.videoOut) ? .video : .audio

@@ -58,6 +58,15 @@ struct CastSim: AsyncParsableCommand {
     @Flag(help: "Announce the devices over mDNS (_googlecast._tcp through avahi-daemon).")
     var mdns = false
 
+    @Option(help: "Hostile mode: every device keeps sending mutated messages of these classes (all, or a comma-separated list of \(HostileClass.allCases.map(\.rawValue).joined(separator: ", "))), one class per interval in turn.")
+    var hostile: String?
+
+    @Option(help: "Milliseconds between two rounds of hostile messages.")
+    var hostileIntervalMs: Int = 1000
+
+    @Option(help: "Seed of the hostile messages' random choices (same seed, same messages).")
+    var hostileSeed: UInt64 = 1
+
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).")
     var logLevel: String = "info"
 
@@ -65,6 +74,10 @@ struct CastSim: AsyncParsableCommand {
         guard !devices.isEmpty else { throw ValidationError("give at least one --device NAME:PORT[:ID]") }
         guard SimulatedCastType(rawValue: castType) != nil else { throw ValidationError("--cast-type: video, audio or group") }
         for spec in devices { _ = try Self.parseDevice(spec) }
+        if let hostile, HostileClass.parseList(hostile) == nil {
+            throw ValidationError("--hostile: all, or a comma-separated list of \(HostileClass.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard (10...3_600_000).contains(hostileIntervalMs) else { throw ValidationError("--hostile-interval-ms: 10-3600000") }
     }
 
     /// Parses "NAME:PORT[:ID]"; the name may itself contain colons.
@@ -113,6 +126,12 @@ struct CastSim: AsyncParsableCommand {
         } catch {
             logger.error("could not start: \(error)")
             throw ExitCode(1)
+        }
+        if let hostile, let classes = HostileClass.parseList(hostile) {
+            for device in simulator.devices {
+                await device.startHostile(classes, interval: .milliseconds(Int64(hostileIntervalMs)), seed: hostileSeed)
+            }
+            logger.warning("hostile mode: \(classes.map(\.rawValue).joined(separator: ",")) every \(hostileIntervalMs) ms")
         }
         for device in simulator.devices {
             struct Line: Encodable { var name: String; var id: String; var port: Int }

@@ -42,6 +42,13 @@ final class BridgeRuntime: Service, Sendable {
         var core = BridgeCore(configuration: configuration, startedAt: Date())
         let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = sessions.load() { core.restore(snapshot) }
+        let published = PublishedFile(stateDir: configuration.stateDir, logger: logger)
+        if let snapshot = published.load() {
+            let discoveryConfiguration = Adapt.discoveryConfiguration(configuration)
+            let filter = DeviceFilter(include: discoveryConfiguration.include, exclude: discoveryConfiguration.exclude)
+            core.restorePublished(snapshot, staticIDs: Set(discoveryConfiguration.staticDevices.map(\.effectiveID)),
+                                  admitted: { filter.allows(id: $0, friendlyName: $1) })
+        }
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: logger)
         let qos = Adapt.qos(configuration.mqtt.qos)
@@ -78,7 +85,7 @@ final class BridgeRuntime: Service, Sendable {
             var consumer = Consumer(runtime: self, mqtt: mqtt, notifier: notifier)
             await withTaskCancellationOrGracefulShutdownHandler {
                 for await next in inputs {
-                    consumer.take(next, core: &core, fleet: &fleet, sessions: sessions, tasks: &tasks)
+                    consumer.take(next, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks)
                 }
             } onCancelOrGracefulShutdown: {
                 inputs.finish()
@@ -122,7 +129,7 @@ final class BridgeRuntime: Service, Sendable {
         var logger: Logger { runtime.logger }
 
         mutating func take(_ next: RuntimeInput, core: inout BridgeCore, fleet: inout Fleet, sessions: SessionFile,
-                           tasks: inout DiscardingTaskGroup) {
+                           published: PublishedFile, tasks: inout DiscardingTaskGroup) {
             defer { watchdog.pingIfDue() }
             let bridgeInput: BridgeInput
             switch next {
@@ -160,7 +167,9 @@ final class BridgeRuntime: Service, Sendable {
             for line in output.debugLogs { logger.debug("\(line)") }
             for publication in output.publications { publish(publication) }
             for operation in output.operations { start(operation, fleet: fleet, tasks: &tasks) }
+            for id in output.forgotten { fleet.drop(id, tasks: &tasks) }
             if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
+            if output.publishedChanged { published.save(core.publishedSnapshot) }
         }
 
         /// Runs an operation as a child task; its completion comes back through the queue,

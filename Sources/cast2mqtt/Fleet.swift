@@ -90,6 +90,13 @@ struct Fleet {
         }
     }
 
+    /// A device the bridge forgot (excluded, or `bridge/request/remove`): its client is closed
+    /// politely in a child task; an mDNS announcement later starts a new one.
+    mutating func drop(_ id: DeviceID, tasks: inout DiscardingTaskGroup) {
+        guard let client = clients.removeValue(forKey: id) else { return }
+        tasks.addTask { await client.shutdown() }
+    }
+
     /// Closes every device politely (CLOSE on each virtual connection).
     mutating func shutdown() async {
         await withTaskGroup(of: Void.self) { group in

@@ -33,7 +33,7 @@ import Testing
         #expect(c.media.positionInterval == 0)
         #expect(c.homeassistant.enabled)
         #expect(c.homeassistant.discoveryPrefix == "homeassistant")
-        #expect(!c.homeassistant.mediaPlayer)
+        #expect(c.homeassistant.discoveryMode == .device)
         #expect(c.stateDir == "/var/lib/cast2mqtt")
         #expect(c.log.level == "info")
         #expect(c.discovery.mdns)
@@ -75,7 +75,7 @@ import Testing
     homeassistant:
       enabled: true
       discovery_prefix: ha
-      media_player: true
+      discovery: per_entity
     state_dir: /tmp/cast2mqtt
     log:
       level: debug
@@ -95,15 +95,13 @@ import Testing
         #expect(c.discovery.devices == [.init(host: "192.0.2.10", port: 8009, name: "Living Room TV", id: nil, topic: "tv"),
                                         .init(host: "192.0.2.20")])
         #expect(c.discovery.exclude == ["Bedroom"])
-        #expect(!c.discovery.admits(id: "x", name: "bedroom"))
-        #expect(c.discovery.admits(id: "x", name: "Kitchen"))
         #expect(c.cast.heartbeatTimeout == 12.5)
         #expect(c.cast.reconnectInitial == 1)
         #expect(c.cast.reconnectMax == 30)
         #expect(c.cast.allowedNamespaces == ["urn:x-cast:com.example.*"])
         #expect(c.media.positionInterval == 5)
         #expect(c.homeassistant.discoveryPrefix == "ha")
-        #expect(c.homeassistant.mediaPlayer)
+        #expect(c.homeassistant.discoveryMode == .perEntity)
         #expect(c.stateDir == "/tmp/cast2mqtt")
         #expect(c.log.level == "debug")
     }
@@ -142,6 +140,8 @@ import Testing
         #expect(error("mqtt:\n  base_topic: 5\n")?.path == "mqtt.base_topic")
         #expect(error("cast:\n  heartbeat_interval: soon\n")?.path == "cast.heartbeat_interval")
         #expect(error("homeassistant:\n  enabled: 1\n")?.path == "homeassistant.enabled")
+        #expect(error("homeassistant:\n  discovery: entity\n")?.path == "homeassistant.discovery")
+        #expect(error("homeassistant:\n  media_player: true\n")?.path == "homeassistant.media_player")
         #expect(error("cast:\n  allowed_namespaces: urn:x-cast:*\n")?.path == "cast.allowed_namespaces")
         #expect(error("cast:\n  allowed_namespaces: [1]\n")?.path == "cast.allowed_namespaces[0]")
         #expect(error("mqtt: 5\n")?.path == "mqtt")
@@ -198,13 +198,5 @@ import Testing
             #expect(docs.contains("`\(path)`"), "\(path)")
             #expect(example.contains(env), "\(env)")
         }
-    }
-
-
-    @Test func excludedDevicesAreIgnored() {
-        var h = Harness { $0.discovery.exclude = ["Living Room TV"] }
-        let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        #expect(out.publications.isEmpty)
-        #expect(h.core.devices.isEmpty)
     }
 }

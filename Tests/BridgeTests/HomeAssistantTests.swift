@@ -3,65 +3,164 @@ import Foundation
 import Testing
 @testable import Bridge
 
+/// Discovery configs as the bridge builds them. Tests/homeassistant checks the same configs
+/// against a real Home Assistant.
 @Suite struct HomeAssistantTests {
-    func config(_ out: BridgeOutput, _ platform: String, _ object: String) -> JSONValue? {
-        out.json("homeassistant/\(platform)/cast2mqtt_\(tvID)/\(object)/config")
-    }
-
+    static let deviceObjects: [(String, String)] = [
+        ("sensor", "state"), ("sensor", "media_title"), ("sensor", "media_artist"), ("sensor", "media_album"),
+        ("sensor", "media_duration"), ("sensor", "media_position"), ("image", "artwork"), ("sensor", "app"),
+        ("number", "volume"), ("switch", "mute"), ("select", "playback_rate"), ("button", "play"), ("button", "pause"),
+        ("button", "stop"), ("button", "next"), ("button", "previous"), ("text", "load_url"), ("event", "last_command"),
+    ]
+    static let bridgeObjects: [(String, String)] = [
+        ("binary_sensor", "connection"), ("sensor", "devices"), ("sensor", "online_devices"), ("button", "refresh"),
+    ]
+    let deviceTopic = "homeassistant/device/cast2mqtt_\(tvID)/config"
+    let bridgeTopic = "homeassistant/device/cast2mqtt_bridge/config"
     let availability: JSONValue = .array([.object(["topic": .string("cast2mqtt/bridge/state")]),
                                           .object(["topic": .string("cast2mqtt/living_room_tv/availability")])])
 
-    @Test func everyEntityHasCommonFields() throws {
+    /// The components of the device config.
+    func components(_ out: BridgeOutput, _ topic: String? = nil) -> [String: JSONValue] {
+        out.json(topic ?? deviceTopic)?["cmps"]?.objectValue ?? [:]
+    }
+
+    static func containsNull(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null: return true
+        case .object(let o): return o.values.contains(where: containsNull)
+        case .array(let a): return a.contains(where: containsNull)
+        default: return false
+        }
+    }
+
+    @Test func oneDeviceConfigWithEveryComponent() throws {
         var h = Harness()
         let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        let expected: [(String, String)] = [("sensor", "state"), ("sensor", "media_title"), ("sensor", "app"), ("number", "volume"),
-                                            ("switch", "mute"), ("select", "playback_rate"), ("button", "play"), ("button", "pause"),
-                                            ("button", "stop"), ("button", "next"), ("button", "previous"), ("text", "load_url")]
-        for (platform, object) in expected {
-            let doc = try #require(config(out, platform, object), "\(platform)/\(object)")
-            #expect(doc["unique_id"] == .string("cast2mqtt_\(tvID)_\(object)"))
-            #expect(doc["availability"] == availability)
-            #expect(doc["availability_mode"] == .string("all"))
-            #expect(doc["device"] == .object(["identifiers": .array([.string("cast2mqtt_\(tvID)")]), "name": .string("Living Room TV"),
-                                              "model": .string("Chromecast Ultra"), "manufacturer": .string("Google Inc."),
-                                              "via_device": .string("cast2mqtt_bridge")]))
-            #expect(out.on("homeassistant/\(platform)/cast2mqtt_\(tvID)/\(object)/config").first?.retain == true)
+        let doc = try #require(out.json(deviceTopic))
+        #expect(out.on(deviceTopic).first?.retain == true)
+        #expect(doc["device"] == .object(["identifiers": .array([.string("cast2mqtt_\(tvID)")]), "name": .string("Living Room TV"),
+                                          "model": .string("Chromecast Ultra"), "manufacturer": .string("Google Inc."),
+                                          "via_device": .string("cast2mqtt_bridge")]))
+        #expect(doc["origin"]?["name"] == .string("cast2mqtt"))
+        let cmps = components(out)
+        #expect(Set(cmps.keys) == Set(Self.deviceObjects.map(\.1)))
+        for (platform, object) in Self.deviceObjects {
+            let c = try #require(cmps[object])
+            #expect(c["platform"] == .string(platform))
+            #expect(c["unique_id"] == .string("cast2mqtt_\(tvID)_\(object)"))
+            #expect(c["object_id"] == .string("living_room_tv_\(object)"))
+            #expect(c["default_entity_id"] == .string("\(platform).living_room_tv_\(object)"))
+            if object == "artwork" {
+                // Also unavailable while there is no artwork.
+                let list = c["availability"]?.arrayValue ?? []
+                #expect(Array(list.prefix(2)) == availability.arrayValue ?? [])
+                #expect(list.last?["topic"] == .string("cast2mqtt/living_room_tv/media"))
+                continue
+            }
+            #expect(c["availability"] == availability)
+            #expect(c["availability_mode"] == .string("all"))
         }
-        let count = out.publications.filter { $0.topic.hasPrefix("homeassistant/") }.count
-        #expect(count == expected.count)
+        // One retained config for the device, nothing per entity.
+        #expect(out.publications.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic) == [deviceTopic])
+    }
+
+    @Test func perEntityMode() throws {
+        var h = Harness { $0.homeassistant.discovery = "per_entity" }
+        let out = h.feed(.deviceDiscovered(tvDescriptor()))
+        for (platform, object) in Self.deviceObjects {
+            let topic = "homeassistant/\(platform)/cast2mqtt_\(tvID)/\(object)/config"
+            let doc = try #require(out.json(topic), "\(topic)")
+            #expect(doc["unique_id"] == .string("cast2mqtt_\(tvID)_\(object)"))
+            #expect(doc["default_entity_id"] == .string("\(platform).living_room_tv_\(object)"))
+            #expect(doc["device"]?["via_device"] == .string("cast2mqtt_bridge"))
+            #expect(doc["origin"] != nil)
+            #expect(doc["platform"] == nil)
+            if object != "artwork" { #expect(doc["availability"] == availability) }
+        }
+        #expect(out.publications.filter { $0.topic.hasPrefix("homeassistant/") }.count == Self.deviceObjects.count)
+    }
+
+    @Test func noNullAnywhereAndTheModelOnlyOnceKnown() throws {
+        for mode in ["device", "per_entity"] {
+            var h = Harness { $0.homeassistant.discovery = mode }
+            var bare = speakerDescriptor()
+            bare.model = nil
+            bare.manufacturer = nil
+            var out = h.feed(.mqttConnected)
+            out.append(h.feed(.deviceDiscovered(bare)))
+            let configs = out.publications.filter { $0.topic.hasPrefix("homeassistant/") && !$0.payload.isEmpty }
+            #expect(!configs.isEmpty)
+            for p in configs {
+                let doc = try #require(JSONOutput.parse(p.payload))
+                #expect(!Self.containsNull(doc), "\(p.topic)")
+                if p.topic.contains(speakerID) {
+                    let device = try #require(doc["device"]?.objectValue)
+                    #expect(device["model"] == nil)
+                    #expect(device["manufacturer"] == .string("Google"))
+                }
+            }
+            var known = bare
+            known.model = "Google Home"
+            let updated = h.feed(.deviceUpdated(known))
+            let doc = try #require(updated.publications.last { $0.topic.contains("cast2mqtt_\(speakerID)") }.flatMap { JSONOutput.parse($0.payload) })
+            #expect(doc["device"]?["model"] == .string("Google Home"))
+        }
+    }
+
+    /// Home Assistant logs a warning for every template that touches a missing key; the
+    /// templates read keys with `.get` only.
+    @Test func templatesNeverTouchAMissingKey() {
+        for entity in BridgeCore.haEntities + BridgeCore.haBridgeEntities {
+            let fields = entity.fields(TopicGrammar(base: "cast2mqtt", discoveryPrefix: "homeassistant"), "tv")
+            for (key, value) in fields where key.hasSuffix("template") {
+                let text = value.stringValue ?? ""
+                let direct = text.components(separatedBy: "value_json.").dropFirst().filter { !$0.hasPrefix("get(") }
+                #expect(direct.isEmpty, "\(entity.object).\(key): \(text)")
+            }
+        }
+    }
+
+    @Test func theBridgeIsADevice() throws {
+        var h = Harness()
+        let out = h.feed(.mqttConnected)
+        let doc = try #require(out.json(bridgeTopic))
+        let device = try #require(doc["device"]?.objectValue)
+        #expect(device["identifiers"] == .array([.string("cast2mqtt_bridge")]))
+        #expect(device["sw_version"] == .string(h.core.configuration.version))
+        let cmps = components(out, bridgeTopic)
+        #expect(Set(cmps.keys) == Set(Self.bridgeObjects.map(\.1)))
+        #expect(cmps["connection"]?["state_topic"] == .string("cast2mqtt/bridge/state"))
+        #expect(cmps["connection"]?["device_class"] == .string("connectivity"))
+        #expect(cmps["connection"]?["availability"] == nil)
+        #expect(cmps["devices"]?["state_topic"] == .string("cast2mqtt/bridge/info"))
+        #expect(cmps["refresh"]?["command_topic"] == .string("cast2mqtt/bridge/request/refresh"))
+        // What the Refresh button sends is a valid request.
+        if case .failure(let f) = CommandParser().parseBridgeRequest(name: "refresh", payload: Array("{}".utf8)) {
+            Issue.record("refresh: \(f.error)")
+        }
     }
 
     @Test func entityWiring() throws {
         var h = Harness()
-        let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        let state = try #require(config(out, "sensor", "state"))
-        #expect(state["state_topic"] == .string("cast2mqtt/living_room_tv/state"))
-        let title = try #require(config(out, "sensor", "media_title"))
-        #expect(title["state_topic"] == .string("cast2mqtt/living_room_tv/media"))
-        #expect(title["value_template"]?.stringValue?.contains("value_json.title") == true)
-        let app = try #require(config(out, "sensor", "app"))
-        #expect(app["state_topic"] == .string("cast2mqtt/living_room_tv/receiver"))
-        #expect(app["value_template"]?.stringValue?.contains("app_name") == true)
-        let volume = try #require(config(out, "number", "volume"))
-        #expect(volume["command_topic"] == .string("cast2mqtt/living_room_tv/command/volume"))
-        #expect(volume["state_topic"] == .string("cast2mqtt/living_room_tv/receiver"))
-        #expect(volume["min"] == .number(0))
-        #expect(volume["max"] == .number(100))
-        let mute = try #require(config(out, "switch", "mute"))
-        #expect(mute["command_topic"] == .string("cast2mqtt/living_room_tv/command/mute"))
-        #expect(mute["payload_on"] == .string("true"))
-        #expect(mute["payload_off"] == .string("false"))
-        let rate = try #require(config(out, "select", "playback_rate"))
-        #expect(rate["options"] == .array(["0.5", "0.75", "1", "1.25", "1.5", "2"].map(JSONValue.string)))
-        #expect(rate["command_topic"] == .string("cast2mqtt/living_room_tv/command/rate"))
-        #expect(rate["state_topic"] == .string("cast2mqtt/living_room_tv/media"))
+        let cmps = components(h.feed(.deviceDiscovered(tvDescriptor())))
+        #expect(cmps["state"]?["state_topic"] == .string("cast2mqtt/living_room_tv/state"))
+        #expect(cmps["media_title"]?["state_topic"] == .string("cast2mqtt/living_room_tv/media"))
+        #expect(cmps["app"]?["state_topic"] == .string("cast2mqtt/living_room_tv/receiver"))
+        #expect(cmps["volume"]?["command_topic"] == .string("cast2mqtt/living_room_tv/command/volume"))
+        #expect(cmps["volume"]?["min"] == .number(0))
+        #expect(cmps["volume"]?["max"] == .number(100))
+        #expect(cmps["mute"]?["payload_on"] == .string("true"))
+        #expect(cmps["playback_rate"]?["options"] == .array(["0.5", "0.75", "1", "1.25", "1.5", "2"].map(JSONValue.string)))
+        #expect(cmps["artwork"]?["url_topic"] == .string("cast2mqtt/living_room_tv/media"))
+        #expect(cmps["media_position"]?["json_attributes_topic"] == .string("cast2mqtt/living_room_tv/media"))
+        #expect(cmps["last_command"]?["state_topic"] == .string("cast2mqtt/living_room_tv/response"))
+        #expect(cmps["last_command"]?["event_types"] == .array([.string("ok"), .string("error")]))
         for button in ["play", "pause", "stop", "next", "previous"] {
-            let doc = try #require(config(out, "button", button))
-            #expect(doc["command_topic"] == .string("cast2mqtt/living_room_tv/command/\(button)"))
-            #expect(doc["payload_press"] == .string("{}"))
+            #expect(cmps[button]?["command_topic"] == .string("cast2mqtt/living_room_tv/command/\(button)"))
+            #expect(cmps[button]?["payload_press"] == .string("{}"))
         }
-        let load = try #require(config(out, "text", "load_url"))
-        #expect(load["command_topic"] == .string("cast2mqtt/living_room_tv/command/load"))
+        #expect(cmps["load_url"]?["command_topic"] == .string("cast2mqtt/living_room_tv/command/load"))
         // What HA sends is accepted by the command parser.
         let parser = CommandParser()
         for (name, payload) in [("mute", "true"), ("mute", "false"), ("rate", "0.75"), ("volume", "37"), ("play", "{}"), ("load", "http://x/a.mp3")] {
@@ -71,33 +170,110 @@ import Testing
 
     @Test func clearedOnRemovalAndRepublishedOnHAOnline() {
         var h = Harness()
+        h.feed(.mqttConnected)
         h.feed(.deviceDiscovered(tvDescriptor()))
         let online = h.publish("homeassistant/status", "online")
-        #expect(online.publications.filter { $0.topic.hasPrefix("homeassistant/") }.count == 12)
-        #expect(h.feed(.homeAssistantOnline).publications.count == 12)
+        #expect(Set(online.publications.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic)) == [deviceTopic, bridgeTopic])
         #expect(h.publish("homeassistant/status", "offline").publications.isEmpty)
         let removed = h.feed(.deviceRemoved(tvID))
-        let cleared = removed.publications.filter { $0.topic.hasPrefix("homeassistant/") }
-        #expect(cleared.count == 12)
-        #expect(cleared.allSatisfy { $0.payload.isEmpty && $0.retain })
-        #expect(h.feed(.homeAssistantOnline).publications.isEmpty)
+        let cleared = removed.publications.filter { $0.payload.isEmpty }.map(\.topic)
+        #expect(cleared.first == deviceTopic)
+        #expect(cleared.count == 6)  // each once: Home Assistant warns about a second empty device config
+        #expect(Set(cleared) == Set([deviceTopic] + ["availability", "info", "receiver", "media", "state"].map { "cast2mqtt/living_room_tv/\($0)" }))
+        let allRetained = removed.publications.filter { $0.payload.isEmpty }.allSatisfy { $0.retain }
+        #expect(allRetained)
+        #expect(removed.publishedChanged)
+        #expect(removed.forgotten == [tvID])
+        #expect(h.core.publishedSnapshot.devices[tvID] == nil)
+        #expect(h.feed(.homeAssistantOnline).publications.map(\.topic) == [bridgeTopic])
     }
 
-    @Test func disabledPublishesNothing() {
+    @Test func removeRequestForgetsADevice() {
+        var h = Harness()
+        h.feed(.mqttConnected)
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        let out = h.publish("cast2mqtt/bridge/request/remove", #"{"device": "living_room_tv", "id": 3}"#)
+        #expect(out.on(deviceTopic).first?.payload.isEmpty == true)
+        #expect(out.json("cast2mqtt/bridge/response/remove")?["status"] == .string("ok"))
+        #expect(out.json("cast2mqtt/bridge/response/remove")?["data"]?["id"] == .string(tvID))
+        #expect(out.forgotten == [tvID])
+        let again = h.publish("cast2mqtt/bridge/request/remove", "living_room_tv")
+        #expect(again.json("cast2mqtt/bridge/response/remove")?["error"]?["code"] == .string("unknown_device"))
+        let bad = h.publish("cast2mqtt/bridge/request/remove", "{}")
+        #expect(bad.json("cast2mqtt/bridge/response/remove")?["error"]?["code"] == .string("invalid_payload"))
+    }
+
+    /// `remove` also forgets a device a previous run published that this run has not seen (an
+    /// mDNS device that is switched off), by its topic name.
+    @Test func removeRequestForARememberedDevice() {
+        var first = Harness()
+        first.feed(.mqttConnected)
+        first.feed(.deviceDiscovered(tvDescriptor()))
+        var h = Harness()
+        h.core.restorePublished(first.core.publishedSnapshot, staticIDs: [])
+        h.feed(.mqttConnected)
+        let out = h.publish("cast2mqtt/bridge/request/remove", "living_room_tv")
+        #expect(out.json("cast2mqtt/bridge/response/remove")?["status"] == .string("ok"))
+        #expect(out.on(deviceTopic).first?.payload.isEmpty == true)
+        #expect(out.on("cast2mqtt/living_room_tv/media").first?.payload.isEmpty == true)
+        #expect(h.core.publishedSnapshot.devices.isEmpty)
+    }
+
+    /// A previous run published two devices; one is excluded now: the first connect clears it.
+    @Test func goneSinceTheLastRunIsCleared() throws {
+        var first = Harness()
+        first.feed(.mqttConnected)
+        first.feed(.deviceDiscovered(tvDescriptor()))
+        first.feed(.deviceDiscovered(speakerDescriptor()))
+        let snapshot = first.core.publishedSnapshot
+        #expect(snapshot.devices.count == 2)
+        let encoded = try JSONEncoder().encode(snapshot)
+        let decoded = try JSONDecoder().decode(PublishedSnapshot.self, from: encoded)
+
+        var second = Harness { $0.discovery.exclude = ["Kitchen Speaker"] }
+        // Discovery's include/exclude rule, as the daemon hands it over.
+        second.core.restorePublished(decoded, staticIDs: [speakerID], admitted: { _, name in name != "Kitchen Speaker" })
+        let out = second.feed(.mqttConnected)
+        let speakerConfig = "homeassistant/device/cast2mqtt_\(speakerID)/config"
+        #expect(out.on(speakerConfig).first?.payload.isEmpty == true)
+        #expect(out.on("cast2mqtt/kitchen_speaker/state").first?.payload.isEmpty == true)
+        #expect(out.on(deviceTopic).isEmpty)  // not seen yet this run, but not gone
+        #expect(out.publishedChanged)
+        #expect(second.core.publishedSnapshot.devices[speakerID] == nil)
+        #expect(second.core.publishedSnapshot.devices[tvID] != nil)
+        // Once only.
+        #expect(second.feed(.mqttConnected).on(speakerConfig).isEmpty)
+
+        // A static device dropped from the configuration, with mDNS off, is gone too.
+        var third = Harness { $0.discovery.mdns = false }
+        third.core.restorePublished(decoded, staticIDs: [])
+        #expect(third.feed(.mqttConnected).on(speakerConfig).first?.payload.isEmpty == true)
+    }
+
+    @Test func switchingModesClearsTheOtherModesConfigs() {
+        var first = Harness { $0.homeassistant.discovery = "per_entity" }
+        first.feed(.deviceDiscovered(tvDescriptor()))
+        var second = Harness()
+        second.core.restorePublished(first.core.publishedSnapshot, staticIDs: [])
+        let out = second.feed(.deviceDiscovered(tvDescriptor()))
+        let cleared = out.publications.filter { $0.payload.isEmpty }.map(\.topic)
+        #expect(cleared.count == Self.deviceObjects.count)
+        let perEntity = cleared.allSatisfy { $0.hasPrefix("homeassistant/") && $0.hasSuffix("/config") && !$0.contains("/device/") }
+        #expect(perEntity)
+        #expect(out.on(deviceTopic).last?.payload.isEmpty == false)
+    }
+
+    @Test func disabledPublishesNothingAndClearsWhatWasPublished() {
+        var first = Harness()
+        first.feed(.mqttConnected)
+        first.feed(.deviceDiscovered(tvDescriptor()))
         var h = Harness { $0.homeassistant.enabled = false }
-        let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        #expect(!out.publications.contains { $0.topic.hasPrefix("homeassistant/") })
+        h.core.restorePublished(first.core.publishedSnapshot, staticIDs: [])
+        let out = h.feed(.mqttConnected)
+        #expect(out.on(deviceTopic).first?.payload.isEmpty == true)
+        #expect(out.on(bridgeTopic).first?.payload.isEmpty == true)
+        let added = h.feed(.deviceDiscovered(tvDescriptor()))
+        #expect(!added.publications.contains { $0.topic.hasPrefix("homeassistant/") })
         #expect(!h.core.subscriptions.contains("homeassistant/status"))
-    }
-
-    @Test func mediaPlayerConfig() throws {
-        var h = Harness { $0.homeassistant.mediaPlayer = true; $0.homeassistant.discoveryPrefix = "ha" }
-        let out = h.feed(.deviceDiscovered(tvDescriptor()))
-        let doc = try #require(out.json("ha/media_player/\(tvID)/config"))
-        #expect(doc["state_state_topic"] == .string("cast2mqtt/living_room_tv/state"))
-        #expect(doc["command_play_topic"] == .string("cast2mqtt/living_room_tv/command/play"))
-        #expect(doc["command_playmedia_topic"] == .string("cast2mqtt/living_room_tv/command/load"))
-        #expect(doc["unique_id"] == .string("cast2mqtt_\(tvID)_media_player"))
-        #expect(doc["availability_mode"] == .string("all"))
     }
 }

@@ -86,3 +86,19 @@ import Testing
         #expect(response.text.contains("32 levels"))
     }
 }
+
+@Suite struct BoundedHoldTests {
+    /// Commands delivered at startup are held for their device, but an oversized one is answered
+    /// at once and never stored.
+    @Test func oversizedCommandsAreNotHeldAtStartup() {
+        var h = Harness()
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        let big = "{\"id\":\"big\",\"url\":\"http://x/\(String(repeating: "a", count: 70_000))\"}"
+        let out = h.publish("cast2mqtt/living_room_tv/command/load", big)
+        #expect(out.json("cast2mqtt/living_room_tv/response")?["error"]?["code"] == .string("payload_too_large"))
+        #expect(h.core.heldCommands.isEmpty)
+        let small = h.publish("cast2mqtt/living_room_tv/command/volume", "20")
+        #expect(small.publications.isEmpty)
+        #expect(h.core.heldCommands.count == 1)
+    }
+}

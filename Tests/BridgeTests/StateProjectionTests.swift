@@ -228,7 +228,7 @@ import Testing
         let topics = Set(again.publications.map(\.topic))
         for t in ["cast2mqtt/bridge/state", "cast2mqtt/bridge/info", "cast2mqtt/bridge/devices", "cast2mqtt/living_room_tv/availability",
                   "cast2mqtt/living_room_tv/info", "cast2mqtt/living_room_tv/receiver", mediaTopic, stateTopic,
-                  "homeassistant/sensor/cast2mqtt_\(tvID)/state/config"] {
+                  "homeassistant/device/cast2mqtt_\(tvID)/config", "homeassistant/device/cast2mqtt_bridge/config"] {
             #expect(topics.contains(t), "\(t)")
         }
         #expect(again.publications.first?.topic == "cast2mqtt/bridge/state")

@@ -4,20 +4,9 @@ import Testing
 
 private typealias HealMachine = CastConnectionStateMachine<ManualInstant>
 
-private func t(_ seconds: Double) -> ManualInstant {
-    ManualInstant(offset: .milliseconds(Int64((seconds * 1000).rounded())))
-}
-
-private func sent(_ actions: [HealMachine.Action]) -> [String] {
-    actions.flatMap { action -> [CastMessage] in
-        if case .write(let messages) = action { return messages }
-        return []
-    }.map { CastPayloadHeader.parse($0.payload)?.type ?? "?" }
-}
-
-private func device(_ namespace: String, _ json: String) -> CastMessage {
-    CastMessage(sourceID: "receiver-0", destinationID: "sender-0", namespace: namespace, payload: .string(json))
-}
+private func t(_ seconds: Double) -> ManualInstant { at(seconds) }
+private func sent(_ actions: [HealMachine.Action]) -> [String] { types(writes(actions)) }
+private func device(_ namespace: String, _ json: String) -> CastMessage { fromDevice(namespace, json) }
 
 /// A connection on which the receiver platform does not answer heals itself: heartbeats alone
 /// do not make a device connected; an unanswered status is repaired once, then the connection is

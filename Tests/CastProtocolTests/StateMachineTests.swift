@@ -12,22 +12,22 @@ struct ManualInstant: InstantProtocol, Hashable, Sendable {
 
 typealias Machine = CastConnectionStateMachine<ManualInstant>
 
-private func at(_ seconds: Double) -> ManualInstant {
+func at(_ seconds: Double) -> ManualInstant {
     ManualInstant(offset: .milliseconds(Int64((seconds * 1000).rounded())))
 }
 
-private func writes(_ actions: [Machine.Action]) -> [CastMessage] {
+func writes(_ actions: [Machine.Action]) -> [CastMessage] {
     actions.flatMap { action -> [CastMessage] in
         if case .write(let messages) = action { return messages }
         return []
     }
 }
 
-private func types(_ messages: [CastMessage]) -> [String] {
+func types(_ messages: [CastMessage]) -> [String] {
     messages.map { CastPayloadHeader.parse($0.payload)?.type ?? "?" }
 }
 
-private func fromDevice(_ namespace: String, _ json: String, source: String = "receiver-0") -> CastMessage {
+func fromDevice(_ namespace: String, _ json: String, source: String = "receiver-0") -> CastMessage {
     CastMessage(sourceID: source, destinationID: "sender-0", namespace: namespace, payload: .string(json))
 }
 

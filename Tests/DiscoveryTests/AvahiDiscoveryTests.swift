@@ -208,7 +208,7 @@ import TestSupport
         let found = await recorder.first { $0.deviceID == id }
         let record = try #require(found?.record, "events: \(recorder.events)")
         #expect(record.port == 18009)
-        #expect(record.castType == .group)  // any port other than 8009
+        #expect(record.castType == .audio)  // what `ca` says, not the port
         #expect(record.busy == true)
         #expect(record.statusText == "Spotify")
         #expect(record.friendlyName == "Simulated")

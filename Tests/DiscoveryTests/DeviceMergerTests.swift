@@ -99,6 +99,17 @@ import Testing
         #expect(included.resolved(other, record: record(id: "ffffffffffffffffffffffffffffffff")) == [])
     }
 
+    /// The same rule for a device known only by id and name (the bridge's remembered devices).
+    @Test func filterByIdAndName() {
+        let filter = DeviceFilter(include: [], exclude: ["Kitchen", "0123-4567-89AB-CDEF-0123-4567-89ab-cdef"])
+        #expect(!filter.allows(id: "ffffffffffffffffffffffffffffffff", friendlyName: "kitchen"))
+        #expect(!filter.allows(id: "0123456789abcdef0123456789abcdef", friendlyName: "Den"))
+        #expect(filter.allows(id: "ffffffffffffffffffffffffffffffff", friendlyName: "Den"))
+        let only = DeviceFilter(include: ["Den"], exclude: [])
+        #expect(only.allows(id: "x", friendlyName: "DEN"))
+        #expect(!only.allows(id: "x", friendlyName: "Attic"))
+    }
+
     @Test func daemonLossKeepsDevicesUntilTheNextSweep() {
         var m = merger()
         let gone = ServiceInstance(interfaceIndex: 2, isIPv6: false, name: "Gone")

@@ -162,7 +162,9 @@ import Testing
         #expect(record.friendlyName == "Group")
         #expect(record.topicOverride == "all")
         #expect(record.source == .static)
-        #expect(record.castType == .group)
+        // Nothing known but the port: not a group (the port alone does not make one).
+        #expect(record.castType == .video)
+        #expect(record.manufacturer == nil)
         #expect(StaticDevice(host: "192.0.2.11").record.friendlyName == "192.0.2.11")
     }
 }

@@ -25,15 +25,13 @@ struct EndToEndCommandTests {
             #expect(await h.observer.wait(h.topic(tv, "state")) { $0 == "off" } != nil)
             let receiver = await h.observer.waitJSON(h.topic(tv, "receiver")) { $0["volume"] != nil }
             #expect(receiver?["app_id"]?.isNull ?? true)
-            // Home Assistant discovery for every entity of the table.
+            // Home Assistant discovery: one device config with every entity in `cmps`.
             let id = h.devices[0].id
-            let state = await h.observer.waitJSON("homeassistant/sensor/cast2mqtt_\(id)/state/config") { _ in true }
-                ?? h.observer.messages.first { $0.topic.hasPrefix("homeassistant/sensor/") && $0.topic.contains(id) }
-                    .flatMap { try? CastJSON.decode(JSONValue.self, from: $0.payload) }
+            let config = await h.observer.waitJSON("homeassistant/device/cast2mqtt_\(id)/config") { _ in true }
+            let state = config?["cmps"]?["state"]
             #expect(state?["unique_id"]?.stringValue == "cast2mqtt_\(id)_state")
             #expect(state?["availability_mode"]?.stringValue == "all")
-            let configs = Set(h.observer.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.contains(id) }.map(\.topic))
-            #expect(configs.count >= 12, "discovery configs: \(configs.sorted())")
+            #expect((config?["cmps"]?.objectValue?.count ?? 0) >= 12, "discovery config: \(String(describing: config))")
         }
     }
 

@@ -77,9 +77,10 @@ final class BridgeHarness: @unchecked Sendable {
 
     /// - Parameter topics: a `topic:` override per device name.
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
-         topics: [String: String] = [:], environment: [String: String] = [:]) async throws {
+         topics: [String: String] = [:], environment: [String: String] = [:],
+         broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options()) async throws {
         self.environment = environment
-        broker = try MosquittoBroker()
+        broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
         for name in names {
@@ -127,13 +128,40 @@ final class BridgeHarness: @unchecked Sendable {
 
     func startDaemon() throws {
         daemon = try ManagedProcess(try builtExecutable("cast2mqtt"), ["run", "--config", directory + "/config.yaml"],
-                                    environment: environment, logName: "cast2mqtt-e2e")
+                                    // A crash ends the process at once instead of ~10 s of backtrace
+                                    // (during which a SIGKILL could leave a zombie the test waits on).
+                                    environment: noBacktrace.merging(environment) { $1 },
+                                    logName: "cast2mqtt-e2e")
     }
 
     func stopDaemon() { daemon?.stop(grace: 5) }
 
     /// The daemon's log, for failure messages.
     var log: String { daemon?.output ?? "" }
+
+    /// The daemon's process id, and whether it still runs.
+    var daemonPID: Int32? { daemon?.pid }
+    /// Running and not crashing: a crashed Swift process stays alive for seconds while it
+    /// prints its backtrace, so its log's "Fatal error" counts as dead.
+    var daemonAlive: Bool {
+        guard let daemon, daemon.isRunning else { return false }
+        return !daemon.output.contains("Fatal error") && !daemon.output.contains("*** Signal ")
+    }
+    /// The daemon's resident memory in MiB (/proc/<pid>/status VmRSS).
+    var daemonRSSMiB: Double? { daemonPID.flatMap(ProcessStats.residentMiB) }
+    /// The share of one core the daemon used over `window`.
+    func daemonCPUShare(over window: Duration = .seconds(2)) async throws -> Double? {
+        guard let pid = daemonPID else { return nil }
+        return try await ProcessStats.cpuShare(pid, over: window)
+    }
+
+    /// After a crash: the log of the dead daemon, then a fresh daemon on the same config.
+    func restartDaemon() throws -> String {
+        let dead = log
+        stopDaemon()
+        try startDaemon()
+        return dead
+    }
 
     func topic(_ device: String, _ suffix: String) -> String { "cast2mqtt/\(device)/\(suffix)" }
 
@@ -158,6 +186,21 @@ final class BridgeHarness: @unchecked Sendable {
         try #require(arrived, "no response to \(name) on \(device); daemon log:\n\(log.suffix(4000))")
         let message = observer.messages(on: responseTopic)[before]
         return try CastJSON.decode(JSONValue.self, from: message.payload)
+    }
+
+    /// Publishes a command and returns its response document, or nil when none came within
+    /// `timeout` (records no issue: for tests that judge a missing answer themselves).
+    func commandOrNil(_ device: String, _ name: String, _ payload: [UInt8], timeout: Duration = .seconds(15)) async -> JSONValue? {
+        let responseTopic = topic(device, "response")
+        let before = observer.messages(on: responseTopic).count
+        guard (try? client.publish(MQTTMessage(topic: topic(device, "command/\(name)"), payload: payload, qos: .atLeastOnce))) != nil
+        else { return nil }
+        guard await waitUntil(timeout: timeout, { self.observer.messages(on: responseTopic).count > before }) else { return nil }
+        return try? CastJSON.decode(JSONValue.self, from: observer.messages(on: responseTopic)[before].payload)
+    }
+
+    func commandOrNil(_ device: String, _ name: String, _ payload: String, timeout: Duration = .seconds(15)) async -> JSONValue? {
+        await commandOrNil(device, name, Array(payload.utf8), timeout: timeout)
     }
 
     /// A JSON command with a fresh `id`; checks the id is echoed.
@@ -189,8 +232,10 @@ extension JSONValue {
 /// the body fails: no process outlives the test.
 func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
                 topics: [String: String] = [:], environment: [String: String] = [:],
+                broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 _ body: (BridgeHarness) async throws -> Void) async throws {
-    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment)
+    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
+                                    broker: broker)
     do {
         try await body(h)
     } catch {

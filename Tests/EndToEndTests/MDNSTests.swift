@@ -23,9 +23,9 @@ struct EndToEndMDNSTests {
             #expect(online != nil, "not discovered over mDNS; cast-sim:\n\(sim.output.suffix(2000))\nbridge:\n\(h.log.suffix(3000))")
             let info = await h.observer.waitJSON(h.topic(slug, "info")) { $0["source"]?.stringValue == "mdns" }
             #expect(info?["port"]?.intValue == port)
-            // A port other than 8009 means a speaker group (as pychromecast decides), so a simulator
-            // on a free port shows up as a group.
-            #expect(info?["cast_type"]?.stringValue == "group")
+            // The type comes from what the device announces (its `ca` capabilities: video out),
+            // not from its port: a simulator on a free port is a video device, not a group.
+            #expect(info?["cast_type"]?.stringValue == "video")
             let reply1 = try await h.command(slug, "volume", "25")
             #expect(reply1.status == "ok")
 

@@ -17,11 +17,16 @@ public final class MosquittoBroker: @unchecked Sendable {
         public var tls: Bool
         /// Keep sessions and retained messages across stop()/start() (persistence file in the dir).
         public var persistence: Bool
+        /// mosquitto's `max_queued_messages` (per client; 0 = its default of 1000). A burst test
+        /// raises it so that the broker, not the bridge, never drops a message.
+        public var maxQueuedMessages: Int
 
-        public init(users: [String: String] = [:], tls: Bool = false, persistence: Bool = false) {
+        public init(users: [String: String] = [:], tls: Bool = false, persistence: Bool = false,
+                    maxQueuedMessages: Int = 0) {
             self.users = users
             self.tls = tls
             self.persistence = persistence
+            self.maxQueuedMessages = maxQueuedMessages
         }
     }
 
@@ -68,6 +73,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             "listener \(port) 127.0.0.1",
         ]
         if geteuid() == 0 { lines.append("user root") }
+        if options.maxQueuedMessages > 0 { lines.append("max_queued_messages \(options.maxQueuedMessages)") }
         if options.users.isEmpty {
             lines.append("allow_anonymous true")
         } else {

@@ -1,0 +1,2 @@
+// Header-only target: SwiftPM needs one source file.
+#include "CFuzzer.h"

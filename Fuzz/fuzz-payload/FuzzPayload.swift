@@ -1,0 +1,110 @@
+import CastProtocol
+
+/// Input: up to 16 messages from a device, separated by NUL bytes. In each, the first byte picks
+/// the envelope and the rest is the payload:
+///
+/// - bits 0–2, the namespace: 0 connection, 1 heartbeat, 2 receiver, 3 media, 4 multizone,
+///   5 an app's own namespace, 6 device auth, 7 an unknown `tp.*` namespace;
+/// - bit 3: a BINARY payload instead of STRING (text that is not UTF-8 is always sent BINARY);
+/// - bit 4: from the joined app's transport instead of `receiver-0`;
+/// - bit 5: to the broadcast destination `*` instead of `sender-0`.
+///
+/// Every payload goes through every namespace parser directly, and then, as a message, through
+/// the connection state machine (opened and answered, with requests pending on the receiver,
+/// media and app namespaces) and `CastInbound.classify`, the client's dispatch, with the
+/// client's follow-ups: joining the active app, merging media status over the previous one.
+func fuzzPayload(_ input: UnsafeRawBufferPointer) {
+    var machine = Machine(configuration: CastConnectionConfiguration())
+    let now = ContinuousClock.Instant.now
+    _ = machine.start()
+    _ = machine.channelActive(now: now)
+    var joinedTransport: String? = "transport-1"
+    var mediaStatus: MediaStatus?
+    _ = machine.connectEndpoint("transport-1")
+
+    for record in input.split(separator: 0, maxSplits: 15, omittingEmptySubsequences: true) {
+        guard let selector = record.first else { continue }
+        let body = Array(record.dropFirst())
+        let payload: CastPayload
+        if selector & 0x08 == 0, let text = String(validating: body, as: UTF8.self) {
+            payload = .string(text)
+        } else {
+            payload = .binary(body)
+        }
+        parseEverywhere(payload)
+
+        let source = selector & 0x10 != 0 ? (joinedTransport ?? "transport-1") : CastEndpoint.receiver
+        let destination = selector & 0x20 != 0 ? CastEndpoint.broadcast : "sender-0"
+        let message = CastMessage(sourceID: source, destinationID: destination,
+                                  namespace: namespaces[Int(selector & 0x07)], payload: payload)
+        // Requests pending on the receiver, media and app namespaces: a reply may complete one.
+        if machine.isConnected {
+            for (namespace, endpoint) in [(CastNamespace.receiver, CastEndpoint.receiver),
+                                          (CastNamespace.media, joinedTransport ?? "transport-1"),
+                                          ("urn:x-cast:com.example.app", joinedTransport ?? "transport-1")] {
+                _ = try? machine.sendRequest(namespace: namespace, destination: endpoint, now: now) { id in
+                    .string(#"{"type":"GET_STATUS","requestId":\#(id)}"#)
+                }
+            }
+        }
+
+        var open = true
+        for action in machine.messageReceived(message, now: now) {
+            switch action {
+            case .emit(.message(let delivered)):
+                switch CastInbound.classify(delivered, joinedTransport: joinedTransport) {
+                case .receiverStatus(let status)?:
+                    // What DeviceConnection.update does with it: join the active app.
+                    let app = status.activeApp
+                    if let old = joinedTransport, old != app?.transportId {
+                        _ = machine.closeEndpoint(old)
+                        machine.forgetEndpoint(old)
+                        joinedTransport = nil
+                        mediaStatus = nil
+                    }
+                    if let transport = app?.transportId, joinedTransport == nil {
+                        joinedTransport = transport
+                        _ = machine.connectEndpoint(transport)
+                    }
+                case .mediaStatus(let status)?:
+                    mediaStatus = status.map { $0.merged(over: mediaStatus) }
+                case .multizone, .appMessage, nil:
+                    break
+                }
+            case .emit(.virtualConnectionClosed(let endpoint)):
+                if endpoint == joinedTransport {
+                    machine.forgetEndpoint(endpoint)
+                    joinedTransport = nil
+                    mediaStatus = nil
+                }
+            case .close:
+                open = false
+            default:
+                break
+            }
+        }
+        if !open { break }
+    }
+    _ = machine.shutdown()
+}
+
+private typealias Machine = CastConnectionStateMachine<ContinuousClock.Instant>
+
+private let namespaces = [
+    CastNamespace.connection, CastNamespace.heartbeat, CastNamespace.receiver, CastNamespace.media,
+    CastNamespace.multizone, "urn:x-cast:com.example.app", CastNamespace.deviceAuth,
+    "urn:x-cast:com.google.cast.tp.unknown",
+]
+
+/// Every payload parser the client has, whatever the namespace.
+private func parseEverywhere(_ payload: CastPayload) {
+    _ = CastPayloadHeader.parse(payload)
+    _ = ConnectionMessage.parse(payload)
+    _ = HeartbeatMessage.parse(payload)
+    _ = try? ReceiverResponse.parse(payload)
+    if case .status(_, let list)? = try? MediaResponse.parse(payload) {
+        var merged: MediaStatus?
+        for status in list.prefix(4) { merged = status.merged(over: merged) }
+    }
+    _ = try? MultizoneMessage.parse(payload)
+}

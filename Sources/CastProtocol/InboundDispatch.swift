@@ -1,0 +1,34 @@
+/// What a message from a device means to the client, once its payload is parsed: the parsing half
+/// of `DeviceConnection.dispatch` (CastClient), kept pure so that tests and the `fuzz-payload`
+/// target run exactly the parsers the client runs on device input.
+package enum CastInbound: Sendable, Hashable {
+    /// A RECEIVER_STATUS (reply or broadcast).
+    case receiverStatus(ReceiverStatus)
+    /// A MEDIA_STATUS from the joined app's transport: its first entry (nil for an empty list).
+    case mediaStatus(MediaStatus?)
+    /// Anything on the multizone namespace that parses.
+    case multizone(MultizoneMessage)
+    /// A message on an app's own (non-platform) namespace.
+    case appMessage(namespace: String, sourceID: String, payload: CastPayload)
+
+    /// Classifies one message the connection state machine passed on (`.emit(.message)`).
+    /// `joinedTransport` is the transport id of the app session the client joined, if any; media
+    /// status from any other source is ignored. Nil: nothing for the client to do.
+    package static func classify(_ message: CastMessage, joinedTransport: String?) -> CastInbound? {
+        switch message.namespace {
+        case CastNamespace.receiver:
+            guard case .status(_, let status)? = try? ReceiverResponse.parse(message.payload) else { return nil }
+            return .receiverStatus(status)
+        case CastNamespace.media:
+            guard let joinedTransport, message.sourceID == joinedTransport,
+                  case .status(_, let list)? = try? MediaResponse.parse(message.payload) else { return nil }
+            return .mediaStatus(list.first)
+        case CastNamespace.multizone:
+            guard let parsed = try? MultizoneMessage.parse(message.payload) else { return nil }
+            return .multizone(parsed)
+        default:
+            guard !CastNamespace.isPlatform(message.namespace) else { return nil }
+            return .appMessage(namespace: message.namespace, sourceID: message.sourceID, payload: message.payload)
+        }
+    }
+}
