@@ -277,14 +277,15 @@ public struct BridgeCore: Sendable {
     /// adding `updated_at: now` when asked.
     mutating func publishRetained(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, ignoring: Set<String> = [],
                                   force: Bool = false, _ out: inout BridgeOutput) {
-        let content = JSONOutput.bytes(doc.removing(ignoring))
+        let content = JSONOutput.bytes(ignoring.isEmpty ? doc : doc.removing(ignoring))
         if !force, retained[topic]?.content == content { return }
-        var full = doc
+        var payload = content
         if let stamp, case .object(var o) = doc {
             o["updated_at"] = .time(stamp)
-            full = .object(o)
+            payload = JSONOutput.bytes(.object(o))
+        } else if !ignoring.isEmpty {
+            payload = JSONOutput.bytes(doc)
         }
-        let payload = JSONOutput.bytes(full)
         retained[topic] = (content, payload)
         out.publish(Publication(topic: topic, payload: payload, retain: true))
     }

@@ -5,11 +5,11 @@ import Foundation
 /// gives equal bytes and change-only comparison works) and ISO 8601 UTC times with milliseconds.
 enum JSONOutput {
     static func bytes(_ value: JSONValue) -> [UInt8] {
-        Array(text(value).utf8)
+        value.jsonBytes
     }
 
     static func text(_ value: JSONValue) -> String {
-        (try? CastJSON.encode(value)) ?? "null"
+        String(decoding: value.jsonBytes, as: UTF8.self)
     }
 
     /// Parses text as a JSON value; nil when it is not JSON.

@@ -41,7 +41,11 @@ where Instant.Duration == Duration, Instant: Sendable {
 
     struct Session: Sendable {
         var lastReceived: Instant
+        /// The last heartbeat turn: when we sent a PING, or skipped one because the device had
+        /// PINGed us since the turn before.
         var lastPingSent: Instant
+        /// The last PING the device sent us (nil: none on this connection yet).
+        var lastDevicePing: Instant?
         var answered = false
         /// Repair rounds (CONNECT + GET_STATUS again) sent on this connection before an answer.
         var repairs = 0
@@ -165,6 +169,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         switch message.namespace {
         case CastNamespace.heartbeat:
             if HeartbeatMessage.parse(message.payload) == .ping {
+                session.lastDevicePing = now
                 var pong = heartbeat(.pong)
                 pong.destinationID = message.sourceID
                 actions.append(.write([pong]))
@@ -208,8 +213,12 @@ where Instant.Duration == Duration, Instant: Sendable {
             }
             var actions: [Action] = []
             if now >= session.lastPingSent.advanced(by: configuration.heartbeatInterval) {
+                // A device that PINGed us since our last turn proves it is alive, and our PONG
+                // proves us to it: our own PING would only add a round trip on both ends. The
+                // liveness rule (nothing at all for heartbeatTimeout) is unchanged.
+                let devicePinged = session.lastDevicePing.map { $0 > session.lastPingSent } ?? false
                 session.lastPingSent = now
-                actions.append(.write([heartbeat(.ping)]))
+                if !devicePinged { actions.append(.write([heartbeat(.ping)])) }
             }
             let expired = session.pending.filter { $0.value.deadline <= now }.map(\.key).sorted()
             if !expired.isEmpty {

@@ -179,6 +179,8 @@ struct ControlRouter: Sendable {
             }
         case (.POST, "fault"):
             return await fault(device, json)
+        case (.POST, "bench"):
+            return await bench(device, json)
         default:
             return .error(.notFound, "no route \(method) /devices/\(device.id)/\(rest.joined(separator: "/"))")
         }
@@ -275,10 +277,13 @@ struct ControlRouter: Sendable {
         /// The payload as JSON when it parses, else the raw text.
         var payload: JSONValue?
         var payloadBinaryBase64: String?
+        /// When the device recorded it, CLOCK_MONOTONIC nanoseconds.
+        var monotonicNanoseconds: UInt64
 
         enum CodingKeys: String, CodingKey {
             case sequence, connection, namespace, source, destination, type, requestId, delivered, payload
             case payloadBinaryBase64 = "payload_binary_base64"
+            case monotonicNanoseconds = "monotonic_ns"
         }
     }
 
@@ -292,6 +297,31 @@ struct ControlRouter: Sendable {
         return MessageDescription(sequence: m.sequence, connection: m.connection, namespace: m.namespace,
                                   source: m.sourceID, destination: m.destinationID, type: m.type,
                                   requestId: m.requestId, delivered: m.delivered, payload: payload,
-                                  payloadBinaryBase64: binary)
+                                  payloadBinaryBase64: binary, monotonicNanoseconds: m.monotonicNanoseconds)
+    }
+}
+
+extension ControlRouter {
+    /// `POST /devices/<id>/bench`: actions for the end-to-end benchmark (`scripts/bench e2e`).
+    /// Kept apart from `fault` so the two grow independently.
+    func bench(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
+        struct Written: Encodable {
+            var monotonicNanoseconds: UInt64
+            enum CodingKeys: String, CodingKey { case monotonicNanoseconds = "monotonic_ns" }
+        }
+        switch json["action"]?.stringValue ?? "" {
+        case "media_title":
+            guard let title = json["title"]?.stringValue, title.utf8.count <= 1024 else {
+                return .error(.badRequest, "need {\"action\": \"media_title\", \"title\": text (at most 1024 bytes)}")
+            }
+            guard let written = await device.broadcastMediaTitle(title) else {
+                return .error(.conflict, "no media session")
+            }
+            return .json(Written(monotonicNanoseconds: written))
+        case "now":
+            return .json(Written(monotonicNanoseconds: NIODeadline.now().uptimeNanoseconds))
+        case let other:
+            return .error(.badRequest, "unknown bench action '\(other)'")
+        }
     }
 }

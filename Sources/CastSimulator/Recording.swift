@@ -1,6 +1,7 @@
 import CastProtocol
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// One message a simulated device received, as it arrived.
 public struct RecordedMessage: Sendable, Hashable {
@@ -18,6 +19,9 @@ public struct RecordedMessage: Sendable, Hashable {
     /// False when the device did not act on it (no virtual connection, unknown endpoint, silenced).
     public var delivered: Bool
     public var date: Date
+    /// When it was recorded, in CLOCK_MONOTONIC nanoseconds (the same clock as Python's
+    /// `time.monotonic_ns()`), so another process on the host can measure latency against it.
+    public var monotonicNanoseconds: UInt64
 
     /// The payload parsed as JSON, nil for binary or non-JSON payloads.
     public var json: JSONValue? {
@@ -52,13 +56,15 @@ final class Recorder: Sendable {
 
     func record(_ message: CastMessage, connection: Int, delivered: Bool) {
         let header = CastPayloadHeader.parse(message.payload)
+        let monotonic = NIODeadline.now().uptimeNanoseconds
         state.withLockedValue { s in
             s.sequence += 1
             s.counters.messagesReceived += 1
             s.messages.append(RecordedMessage(
                 sequence: s.sequence, connection: connection, namespace: message.namespace,
                 sourceID: message.sourceID, destinationID: message.destinationID, type: header?.type,
-                requestId: header?.requestId, payload: message.payload, delivered: delivered, date: Date()))
+                requestId: header?.requestId, payload: message.payload, delivered: delivered, date: Date(),
+                monotonicNanoseconds: monotonic))
             if s.messages.count > limit { s.messages.removeFirst(s.messages.count - limit) }
         }
     }

@@ -49,6 +49,9 @@ struct CastSim: AsyncParsableCommand {
     @Option(help: "supportedMediaCommands bitmask of media sessions.")
     var supportedMediaCommands: Int = SimulatedDeviceConfiguration.defaultSupportedMediaCommands
 
+    @Option(help: "How often the media clock checks for ends of media, in milliseconds (a fleet of idle devices wakes up this often per device).")
+    var mediaTickMs: Int = 50
+
     @Flag(help: "Run the media clock manually (advance with POST /devices/<id>/clock/advance).")
     var manualClock = false
 
@@ -111,7 +114,8 @@ struct CastSim: AsyncParsableCommand {
                 stopLatency: .milliseconds(Int64(max(0, stopLatencyMs))),
                 replyLatency: .milliseconds(Int64(max(0, replyLatencyMs))),
                 heartbeatInterval: heartbeatInterval > 0 ? .nanoseconds(Int64(heartbeatInterval * 1e9)) : nil,
-                idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock)
+                idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock,
+                tickInterval: .milliseconds(Int64(min(max(1, mediaTickMs), 60_000))))
         }
 
         // Install the signal handlers before anything listens, so an early SIGTERM still stops cleanly.

@@ -94,6 +94,27 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         #expect(actions.contains(.scheduleReconnect(at: at(20.7), delay: .milliseconds(500))))
     }
 
+    @Test func skipsItsPingWhileTheDevicePingsButStillDiesAfterSilence() {
+        var machine = openMachine()
+        // The device PINGs at 3 s: our turn at 5 s sends nothing and comes back at 10 s.
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(3))
+        var actions = machine.timerFired(now: at(5))
+        #expect(writes(actions).isEmpty)
+        #expect(actions.contains(.scheduleTimer(at(10))))
+        // Again at 8 s: the turn at 10 s is skipped too.
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(8))
+        #expect(writes(machine.timerFired(now: at(10))).isEmpty)
+        // No PING from the device since 10 s: the turn at 15 s PINGs.
+        actions = machine.timerFired(now: at(15))
+        #expect(types(writes(actions)) == ["PING"])
+        // Other traffic (a status, a PONG) does not stand in for the device's own PING.
+        _ = machine.messageReceived(
+            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(16))
+        #expect(types(writes(machine.timerFired(now: at(20)))) == ["PING"])
+        // Liveness is unchanged: 15 s after the last message (16 s) it is dead.
+        #expect(machine.timerFired(now: at(31)) == [.close(.heartbeatTimeout)])
+    }
+
     @Test func configurableHeartbeat() {
         var machine = openMachine(.init(heartbeatInterval: .seconds(1), heartbeatTimeout: .seconds(3)))
         #expect(types(writes(machine.timerFired(now: at(1)))) == ["PING"])
