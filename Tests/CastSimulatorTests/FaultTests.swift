@@ -31,8 +31,14 @@ struct FaultTests {
             try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":100}"#)
             #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 100) != nil)
             await sim.devices[0].silence()
-            try await Task.sleep(for: .milliseconds(30))
-            let before = client.messages.count
+            // A PING written just before the silence may still be on its way (a loaded machine):
+            // take the count once nothing has arrived for 100 ms (bounded: 20 rounds).
+            var before = client.messages.count
+            for _ in 0..<20 {
+                try await Task.sleep(for: .milliseconds(100))
+                if client.messages.count == before { break }
+                before = client.messages.count
+            }
             try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
             try await client.send(CastNamespace.heartbeat, to: CastEndpoint.receiver, HeartbeatMessage.ping.json())
             try await Task.sleep(for: .milliseconds(300))
