@@ -164,8 +164,13 @@ extension BridgeCore {
         ]
     }
 
-    static let bridgeNode = "cast2mqtt_bridge"
-    static let bridgeIdentifier = bridgeNode
+    /// The bridge's own Home Assistant device: `cast2mqtt_bridge`, or with a base topic other
+    /// than the default `cast2mqtt_bridge_<slug of the base topic>`, so that two bridges on one
+    /// Home Assistant are two devices.
+    var bridgeNode: String {
+        let base = configuration.mqtt.baseTopic
+        return base == "cast2mqtt" ? "cast2mqtt_bridge" : "cast2mqtt_bridge_" + TopicNameRegistry.slug(base)
+    }
 
     static func node(_ id: DeviceID) -> String { "cast2mqtt_\(id)" }
 
@@ -174,7 +179,7 @@ extension BridgeCore {
             "identifiers": .array([.string(Self.node(d.id))]),
             "name": .string(d.descriptor.friendlyName),
             "manufacturer": .string(d.descriptor.manufacturer ?? "Google"),
-            "via_device": .string(Self.bridgeIdentifier),
+            "via_device": .string(bridgeNode),
         ]
         // Left out until the device (or its mDNS record) says which model it is.
         if let model = d.descriptor.model, !model.isEmpty { block["model"] = .string(model) }
@@ -183,8 +188,8 @@ extension BridgeCore {
 
     var haBridgeDeviceBlock: JSONValue {
         .object([
-            "identifiers": .array([.string(Self.bridgeIdentifier)]),
-            "name": .string("cast2mqtt"),
+            "identifiers": .array([.string(bridgeNode)]),
+            "name": .string(configuration.mqtt.baseTopic == "cast2mqtt" ? "cast2mqtt" : "cast2mqtt (\(configuration.mqtt.baseTopic))"),
             "manufacturer": .string("cast2mqtt"),
             "model": .string("Cast to MQTT bridge"),
             "sw_version": .string(configuration.version),
@@ -277,7 +282,7 @@ extension BridgeCore {
     /// The bridge's own discovery configs.
     var bridgeDiscoveryConfigs: [(String, JSONValue)] {
         let availability = bridgeAvailability
-        return nodeConfigs(node: Self.bridgeNode, topicName: "bridge", entityPrefix: Self.bridgeNode,
+        return nodeConfigs(node: bridgeNode, topicName: "bridge", entityPrefix: bridgeNode,
                            entities: Self.haBridgeEntities, device: haBridgeDeviceBlock,
                            availability: { $0.available ? availability : nil })
     }

@@ -141,6 +141,20 @@ import Testing
         }
     }
 
+    /// Two bridges on one Home Assistant (different base topics) are two bridge devices, and each
+    /// bridge's Cast devices hang below its own.
+    @Test func aSecondBridgeIsASecondDevice() throws {
+        var h = Harness { $0.mqtt.baseTopic = "house/casts" }
+        let out = h.feed(.mqttConnected)
+        let topic = "homeassistant/device/cast2mqtt_bridge_house_casts/config"
+        let device = try #require(out.json(topic)?["device"]?.objectValue)
+        #expect(device["identifiers"] == .array([.string("cast2mqtt_bridge_house_casts")]))
+        #expect(device["name"] == .string("cast2mqtt (house/casts)"))
+        #expect(out.on(bridgeTopic).isEmpty)
+        let added = h.feed(.deviceDiscovered(tvDescriptor()))
+        #expect(added.json(deviceTopic)?["device"]?["via_device"] == .string("cast2mqtt_bridge_house_casts"))
+    }
+
     @Test func entityWiring() throws {
         var h = Harness()
         let cmps = components(h.feed(.deviceDiscovered(tvDescriptor())))
