@@ -193,7 +193,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CastProtocolTests",
-            dependencies: ["CastProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            // CastSimulator only for its seeded random numbers.
+            dependencies: ["CastProtocol", "CastSimulator", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

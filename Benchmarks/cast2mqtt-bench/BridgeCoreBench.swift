@@ -1,5 +1,6 @@
 import Bridge
 import CastProtocol
+import CastSimulator
 import Foundation
 
 /// `BridgeCore.handle` throughput and per-input latency for a realistic mix on N devices.
@@ -100,7 +101,7 @@ enum BridgeCoreBench {
         let setupNanos = Measure.nanos() - setupStart
 
         // Steady state.
-        var rng = SplitMix(seed: 42)
+        var rng = SeededRandom(seed: 42)
         var positions = [Double](repeating: 1, count: n)
         var paused = [Bool](repeating: false, count: n)
         var lastTick = now
@@ -157,18 +158,5 @@ enum BridgeCoreBench {
             throw BenchError("command/volume produced no Cast operation: the topic names are wrong")
         }
         return (stats, done, steadyNanos, setupNanos)
-    }
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64), so every run feeds the same inputs.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import CastSimulator
 import Testing
 
 @testable import CastProtocol
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func randomDocumentsMatchTheEncoder() throws {
-        var generator = SplitMix(seed: 0x5eed)
+        var generator = SeededRandom(seed: 0x5eed)
         let keys = ["a", "B", "_x", "break_status", "breaks", "é", "a10", "a9", "updated_at", "x\"y", "😀"]
         func value(_ depth: Int) -> JSONValue {
             switch generator.next() % (depth > 3 ? 5 : 7) {
@@ -49,19 +50,6 @@ import Testing
 
     @Test func nonFiniteNumbersAreNull() {
         #expect(JSONValue.array([.number(.nan), .number(.infinity)]).jsonBytes == Array("[null,null]".utf8))
-    }
-}
-
-/// A tiny deterministic generator (SplitMix64), so a failure reproduces.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
