@@ -32,13 +32,7 @@ extension BridgeCore {
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
     mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
         guard devices[id] != nil else { return }
-        let removed = BridgeError(.unknownDevice, "the device was removed")
-        drainWaiting(id, removed, now: now, &out)
-        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
-            guard let op = finishOperation(token) else { continue }
-            continueAfter(op, .failure(removed), now: now, &out)
-        }
-        drainWaiting(id, removed, now: now, &out)
+        failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
         guard let device = devices.removeValue(forKey: id) else { return }
         forgetPublished(id, topic: device.topic, discovery: discoveryTopics(device), &out)
         out.forgotten.append(id)
@@ -58,12 +52,7 @@ extension BridgeCore {
         devices[id]?.connected = false
         devices[id]?.online = false
         if wasOnline { devices[id]?.offlineSince = now }
-        let lost = BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))")
-        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
-            guard let op = finishOperation(token) else { continue }
-            continueAfter(op, .failure(lost), now: now, &out)
-        }
-        drainWaiting(id, lost, now: now, &out)
+        failAllWork(id, BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))"), now: now, &out)
         if wasOnline {
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)

@@ -130,8 +130,7 @@ public struct BridgeCore: Sendable {
             return
         }
         func context(_ name: String, default defaultTopic: String) -> CommandContext {
-            CommandContext(name: String(name.prefix(64)), id: nil, responseTopic: Self.validResponseTopic(responseTopic) ?? defaultTopic,
-                           correlationData: Self.validResponseTopic(responseTopic) == nil ? nil : correlationData)
+            Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData)
         }
         switch parsed {
         case .homeAssistantStatus:
@@ -184,12 +183,19 @@ public struct BridgeCore: Sendable {
         case .bridgeRequest(let request)?: (name, defaultTopic) = (request, topics.bridgeResponse(request))
         case .homeAssistantStatus?, nil: return
         }
-        let valid = Self.validResponseTopic(responseTopic)
-        var ctx = CommandContext(name: name, id: nil, responseTopic: valid ?? defaultTopic,
-                                 correlationData: valid == nil ? nil : correlationData)
+        var ctx = Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData)
         if case .success(let (_, id)) = parser.bodyAndID(payload) { ctx.id = id }
         busyRejections += 1
         respond(ctx, .failure(BridgeError(.busy, "the bridge is overloaded; the command was not run, try again")), &out)
+    }
+
+    /// Where a command's one response goes: the MQTT 5 Response Topic (with the Correlation Data)
+    /// when it is valid, else `defaultTopic`. The echoed name is capped at 64 bytes.
+    static func context(_ name: String, default defaultTopic: String, responseTopic: String?,
+                        correlationData: [UInt8]?) -> CommandContext {
+        let valid = validResponseTopic(responseTopic)
+        return CommandContext(name: String(name.prefix(64)), id: nil, responseTopic: valid ?? defaultTopic,
+                              correlationData: valid == nil ? nil : correlationData)
     }
 
     /// An MQTT 5 Response Topic is used only when it is a valid topic name.

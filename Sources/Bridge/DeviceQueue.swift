@@ -61,7 +61,17 @@ extension BridgeCore {
         }
     }
 
-    /// Answers or fails everything waiting for a device that went offline or was removed.
+    /// The device went offline or was removed: its running operation fails with `error`, and so
+    /// does everything waiting for it (follow-up steps that the failures queue included).
+    mutating func failAllWork(_ id: DeviceID, _ error: BridgeError, now: Date, _ out: inout BridgeOutput) {
+        for (token, _) in pending.sorted(by: { $0.key < $1.key }) where pending[token]?.deviceID == id {
+            guard let op = finishOperation(token) else { continue }
+            continueAfter(op, .failure(error), now: now, &out)
+        }
+        drainWaiting(id, error, now: now, &out)
+    }
+
+    /// Answers or fails everything waiting for a device.
     mutating func drainWaiting(_ id: DeviceID, _ error: BridgeError, now: Date, _ out: inout BridgeOutput) {
         // Follow-up steps may queue more work for this device; each round removes one item and
         // a job adds at most a few, so this ends.
