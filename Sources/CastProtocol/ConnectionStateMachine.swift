@@ -41,8 +41,7 @@ where Instant.Duration == Duration, Instant: Sendable {
 
     struct Session: Sendable {
         var lastReceived: Instant
-        /// The last heartbeat turn: when we sent a PING, or skipped one because the device had
-        /// PINGed us since the turn before.
+        /// When we last sent a PING.
         var lastPingSent: Instant
         /// The last PING the device sent us (nil: none on this connection yet).
         var lastDevicePing: Instant?
@@ -212,13 +211,9 @@ where Instant.Duration == Duration, Instant: Sendable {
                 return channelClosingActions(.heartbeatTimeout)
             }
             var actions: [Action] = []
-            if now >= session.lastPingSent.advanced(by: configuration.heartbeatInterval) {
-                // A device that PINGed us since our last turn proves it is alive, and our PONG
-                // proves us to it: our own PING would only add a round trip on both ends. The
-                // liveness rule (nothing at all for heartbeatTimeout) is unchanged.
-                let devicePinged = session.lastDevicePing.map { $0 > session.lastPingSent } ?? false
+            if now >= heartbeatTurn(session) {
                 session.lastPingSent = now
-                if !devicePinged { actions.append(.write([heartbeat(.ping)])) }
+                actions.append(.write([heartbeat(.ping)]))
             }
             let expired = session.pending.filter { $0.value.deadline <= now }.map(\.key).sorted()
             if !expired.isEmpty {
@@ -397,8 +392,22 @@ where Instant.Duration == Duration, Instant: Sendable {
         [.close(reason)]
     }
 
+    /// When we PING next: `heartbeatInterval` after our last PING, like any sender, unless the
+    /// device has PINGed us since then. Such a device proves it is alive with its own PINGs, and
+    /// our PONGs prove us to it, so a PING of ours would only add a round trip (and a wake-up) on
+    /// both ends: we PING it only once it has been quiet for `heartbeatTimeout -
+    /// heartbeatInterval`, which leaves it `heartbeatInterval` to answer before the liveness rule
+    /// (nothing at all for `heartbeatTimeout`: drop) applies, as for any device. The timer then
+    /// wakes about once per that quiet time rather than once per interval.
+    private func heartbeatTurn(_ session: Session) -> Instant {
+        let regular = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
+        guard let devicePing = session.lastDevicePing, devicePing > session.lastPingSent else { return regular }
+        let quiet = session.lastReceived.advanced(by: configuration.heartbeatTimeout - configuration.heartbeatInterval)
+        return regular < quiet ? quiet : regular
+    }
+
     private func nextDeadline(_ session: Session) -> Instant {
-        var deadline = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
+        var deadline = heartbeatTurn(session)
         let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
         if dead < deadline { deadline = dead }
         if let earliest = session.pending.values.map(\.deadline).min(), earliest < deadline { deadline = earliest }

@@ -94,25 +94,44 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         #expect(actions.contains(.scheduleReconnect(at: at(20.7), delay: .milliseconds(500))))
     }
 
-    @Test func skipsItsPingWhileTheDevicePingsButStillDiesAfterSilence() {
+    @Test func sleepsWhileTheDevicePingsAndPingsItOnceItGoesQuiet() {
         var machine = openMachine()
-        // The device PINGs at 3 s: our turn at 5 s sends nothing and comes back at 10 s.
+        // The device PINGs at 3 s: the timer at 5 s sends nothing and sleeps until the device
+        // has been quiet for 10 s (timeout 15 - interval 5).
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(3))
         var actions = machine.timerFired(now: at(5))
         #expect(writes(actions).isEmpty)
-        #expect(actions.contains(.scheduleTimer(at(10))))
-        // Again at 8 s: the turn at 10 s is skipped too.
+        #expect(actions.contains(.scheduleTimer(at(13))))
+        // It PINGs again at 8 and 13 s: at 13 s nothing is due yet, next look at 23 s.
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(8))
-        #expect(writes(machine.timerFired(now: at(10))).isEmpty)
-        // No PING from the device since 10 s: the turn at 15 s PINGs.
-        actions = machine.timerFired(now: at(15))
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(13))
+        actions = machine.timerFired(now: at(13))
+        #expect(writes(actions).isEmpty)
+        #expect(actions.contains(.scheduleTimer(at(23))))
+        // Quiet since 13 s: at 23 s we PING; it has until 28 s (15 s after 13 s) to answer.
+        actions = machine.timerFired(now: at(23))
         #expect(types(writes(actions)) == ["PING"])
-        // Other traffic (a status, a PONG) does not stand in for the device's own PING.
+        #expect(actions.contains(.scheduleTimer(at(28))))
+        // It answers but no longer PINGs on its own: from now on we PING every interval.
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(23.1))
+        actions = machine.timerFired(now: at(28))
+        #expect(types(writes(actions)) == ["PING"])
+        #expect(actions.contains(.scheduleTimer(at(33))))
+        // Other traffic keeps it alive but does not make it a pinging device again.
         _ = machine.messageReceived(
-            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(16))
-        #expect(types(writes(machine.timerFired(now: at(20)))) == ["PING"])
-        // Liveness is unchanged: 15 s after the last message (16 s) it is dead.
-        #expect(machine.timerFired(now: at(31)) == [.close(.heartbeatTimeout)])
+            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(29))
+        #expect(types(writes(machine.timerFired(now: at(33)))) == ["PING"])
+        // Liveness is unchanged: 15 s after the last message (29 s) it is dead.
+        #expect(machine.timerFired(now: at(44)) == [.close(.heartbeatTimeout)])
+    }
+
+    @Test func aPingingDeviceThatFallsSilentIsDroppedOnTime() {
+        var machine = openMachine()
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(4))
+        // Quiet from 4 s: PING at 14 s, no answer, dropped at 19 s.
+        #expect(writes(machine.timerFired(now: at(5))).isEmpty)
+        #expect(types(writes(machine.timerFired(now: at(14)))) == ["PING"])
+        #expect(machine.timerFired(now: at(19)) == [.close(.heartbeatTimeout)])
     }
 
     @Test func configurableHeartbeat() {
