@@ -15,8 +15,13 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
     }
 
     /// Checks the configuration (URL, files, options) and prepares the client; no I/O yet.
-    public init(configuration: MQTTConfiguration, logger: Logger) throws {
-        connection = try MosquittoConnection(configuration: configuration, logger: logger)
+    ///
+    /// With `onEvent`, every event is handed to it on the thread that produced it (normally
+    /// the network thread; it must not block) and `events` stays empty: one thread hop less
+    /// for each incoming message than a task reading `events`.
+    public init(configuration: MQTTConfiguration, logger: Logger,
+                onEvent: (@Sendable (MQTTEvent) -> Void)? = nil) throws {
+        connection = try MosquittoConnection(configuration: configuration, logger: logger, handler: onEvent)
     }
 
     deinit {

@@ -165,6 +165,9 @@ extension MosquittoConnection {
         var spinWindowStart = clock.now
         var spinCount = 0
 
+        // Everything but the waits runs under io (see MosquittoConnection).
+        io.lock()
+        defer { io.unlock() }
         while true {
             let stop = shared.withLock { $0.stopRequested }
             let now = clock.now
@@ -182,7 +185,7 @@ extension MosquittoConnection {
             // makes no progress): at most 20 000 iterations per second.
             spinCount += 1
             if spinCount > 20_000 {
-                if clock.now - spinWindowStart < .seconds(1) { usleep(1000) }
+                if clock.now - spinWindowStart < .seconds(1) { unlocked { usleep(1000) } }
                 spinWindowStart = clock.now
                 spinCount = 0
             }
@@ -214,7 +217,7 @@ extension MosquittoConnection {
                 var timeout = 1000
                 if let next = nextAttempt { timeout = min(timeout, Self.milliseconds(next - now) + 1) }
                 var wakeFD = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
-                if poll(&wakeFD, 1, Int32(timeout)) > 0 { drainWake() }
+                if unlocked({ poll(&wakeFD, 1, Int32(timeout)) }) > 0 { drainWake() }
                 continue
             }
 
@@ -223,9 +226,9 @@ extension MosquittoConnection {
             fds[0] = pollfd(fd: socket, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0)
             fds[1] = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
             let timeout: Int32 = stopDeadline == nil ? 1000 : 50
-            let ready = poll(&fds, 2, timeout)
+            let (ready, pollErrno) = unlocked { (poll(&fds, 2, timeout), errno) }
             if ready < 0 {
-                if errno != EINTR { usleep(10_000) }
+                if pollErrno != EINTR { unlocked { usleep(10_000) } }
                 continue
             }
             var woken = false
@@ -262,9 +265,17 @@ extension MosquittoConnection {
         }
     }
 
+    /// Runs `body` (a wait) with io released, so that publishing threads can write meanwhile.
+    @discardableResult
+    private func unlocked<R>(_ body: () -> R) -> R {
+        io.unlock()
+        defer { io.lock() }
+        return body()
+    }
+
     func reportShutdown() {
         logger.info("disconnected from MQTT broker (shutdown)")
-        continuation.yield(.disconnected(reason: "client shut down"))
+        yield(.disconnected(reason: "client shut down"))
     }
 
     /// The socket of the current attempt closed: report it and schedule the next attempt.
@@ -296,7 +307,7 @@ extension MosquittoConnection {
             logger.warning("connection to MQTT broker failed: \(why); retrying in \(wait)")
         }
         if wasEstablished || refusal != nil {
-            continuation.yield(.disconnected(reason: why))
+            yield(.disconnected(reason: why))
         }
         return now.advanced(by: wait)
     }

@@ -27,17 +27,24 @@ enum MQTTPropertyID {
 
 /// Owns one libmosquitto handle and the network thread that drives it.
 ///
-/// Threading: every libmosquitto call except publish/subscribe/unsubscribe (which libmosquitto
-/// makes thread-safe with `mosquitto_threaded_set`) happens on the network thread, and so do all
-/// callbacks. State only the network thread touches is kept in plain properties (marked
-/// "network thread"); state shared with other threads lives in `shared` behind a mutex, which is
-/// never held while calling into libmosquitto.
+/// Threading: publish/subscribe/unsubscribe (which libmosquitto makes thread-safe with
+/// `mosquitto_threaded_set`) may be called from any thread. Every other libmosquitto call, and
+/// with it every callback, happens under `io`: the network thread holds it except while it
+/// waits in poll(); a publishing thread takes it with `tryLock` to write its message itself
+/// (one thread wake-up less per publication) and wakes the network thread instead when it is
+/// busy. State touched under `io` is kept in plain properties (marked "under io"); state shared
+/// with other threads otherwise lives in `shared` behind a mutex, which is never held while
+/// calling into libmosquitto.
 final class MosquittoConnection: @unchecked Sendable {
     let configuration: MQTTConfiguration
     let address: MQTTBrokerAddress
     let logger: Logger
     let events: AsyncStream<MQTTEvent>
     let continuation: AsyncStream<MQTTEvent>.Continuation
+    /// When set, events go to this handler (called on the thread that produced them, under
+    /// `io`) instead of `events`.
+    let handler: (@Sendable (MQTTEvent) -> Void)?
+    let io = IOMutex()
     let handle: OpaquePointer
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -58,12 +65,13 @@ final class MosquittoConnection: @unchecked Sendable {
     }
     let shared = Locked(Shared())
 
-    // Network thread only.
+    // Under io.
     var refusal: MQTTError?
     var disconnectCode: Int32?
     var established = false
 
-    init(configuration: MQTTConfiguration, logger: Logger) throws(MQTTError) {
+    init(configuration: MQTTConfiguration, logger: Logger,
+         handler: (@Sendable (MQTTEvent) -> Void)? = nil) throws(MQTTError) {
         _ = MosquittoLibrary.initialized
         let address = try configuration.validate()
         let password = try configuration.resolvedPassword()
@@ -93,6 +101,7 @@ final class MosquittoConnection: @unchecked Sendable {
         self.handle = handle
         self.wakeRead = pipeFDs[0]
         self.wakeWrite = pipeFDs[1]
+        self.handler = handler
         (events, continuation) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
         // Fully initialised: from here on a throw runs deinit, which frees the handle.
         try configure(password: password)
@@ -225,7 +234,7 @@ final class MosquittoConnection: @unchecked Sendable {
                 logger.warning("\(error.message)")
             }
         }
-        continuation.yield(.connected(sessionPresent: sessionPresent))
+        yield(.connected(sessionPresent: sessionPresent))
     }
 
     func didDisconnect(rc: Int32) {
@@ -258,7 +267,7 @@ final class MosquittoConnection: @unchecked Sendable {
                 free(data)
             }
         }
-        continuation.yield(
+        yield(
             .message(
                 MQTTMessage(
                     topic: topic, payload: payload, qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce,
@@ -314,8 +323,24 @@ final class MosquittoConnection: @unchecked Sendable {
         if !(rc == MOSQ_ERR_NO_CONN.rawValue && message.qos != .atMostOnce) {
             try MQTTError.check(rc, "publish to \(message.topic)")
         }
-        wake()
+        writeOrWake()
         return mid
+    }
+
+    /// Writes what libmosquitto has queued on this thread when the network thread is idle in
+    /// poll() and the connection is up; otherwise (busy, not connected, the socket would block,
+    /// or the write failed) wakes the network thread, which writes or handles the failure.
+    func writeOrWake() {
+        guard io.tryLock() else { return wake() }
+        var needsNetworkThread = true
+        if established, mosquitto_socket(handle) >= 0 {
+            // On failure libmosquitto closes the socket and calls the disconnect callback here,
+            // under io; the network thread then sees the closed socket and reconnects.
+            let rc = mosquitto_loop_write(handle, 1)
+            needsNetworkThread = rc != MOSQ_ERR_SUCCESS.rawValue || mosquitto_want_write(handle)
+        }
+        io.unlock()
+        if needsNetworkThread { wake() }
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS) throws(MQTTError) {
@@ -357,7 +382,9 @@ final class MosquittoConnection: @unchecked Sendable {
         while reads < 16, read(wakeRead, &buffer, buffer.count) == buffer.count { reads += 1 }
     }
 
-    func yield(_ event: MQTTEvent) { continuation.yield(event) }
+    func yield(_ event: MQTTEvent) {
+        if let handler { handler(event) } else { continuation.yield(event) }
+    }
     func finishEvents() { continuation.finish() }
 
 }
