@@ -92,85 +92,48 @@ public final class CastDeviceClient: Sendable {
         }
     }
 
-    // MARK: - Receiver namespace
+    // MARK: - Receiver namespace (async; each is the request of `requests`, awaited)
 
     @discardableResult
-    public func getReceiverStatus() async throws -> ReceiverStatus {
-        try await receiverRequest(.getStatus)
-    }
+    public func getReceiverStatus() async throws -> ReceiverStatus { try await requests.getReceiverStatus().get() }
 
     /// LAUNCH; completes with the status that shows the app running (and joined).
     @discardableResult
-    public func launch(appId: String) async throws -> ReceiverApplication {
-        try await call { self.launchOnLoop(appId) }
-    }
+    public func launch(appId: String) async throws -> ReceiverApplication { try await requests.launch(appId: appId).get() }
 
     /// Joins `appId` if it already runs, otherwise launches it; never relaunches a running app.
     /// The check and the launch happen in one step on the device's loop.
     @discardableResult
-    public func ensureApp(_ appId: String) async throws -> ReceiverApplication {
-        try await call {
-            if let app = self.box.value.joinedApp, app.appId == appId { return self.eventLoop.makeSucceededFuture(app) }
-            return self.launchOnLoop(appId)
-        }
-    }
-
-    private func launchOnLoop(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
-        let connection = box.value
-        let launch = connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
-            .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
-        }
-        return connection.waitForApp(appId, launch: launch)
-    }
+    public func ensureApp(_ appId: String) async throws -> ReceiverApplication { try await requests.ensureApp(appId).get() }
 
     /// STOP of the running session (`sessionId` nil = the joined app's session).
     @discardableResult
     public func stopApp(sessionId: String? = nil) async throws -> ReceiverStatus {
-        let current = await snapshot.app?.sessionId
-        guard let id = sessionId ?? current else { throw CastError(.noApp, "no app is running") }
-        return try await receiverRequest(.stop(sessionId: id))
+        try await requests.stopApp(sessionId: sessionId).get()
     }
 
     @discardableResult
-    public func setVolume(level: Double) async throws -> ReceiverStatus {
-        try await receiverRequest(.setVolume(level: level))
-    }
+    public func setVolume(level: Double) async throws -> ReceiverStatus { try await requests.setVolume(level: level).get() }
 
     @discardableResult
-    public func setMuted(_ muted: Bool) async throws -> ReceiverStatus {
-        try await receiverRequest(.setMuted(muted))
-    }
+    public func setMuted(_ muted: Bool) async throws -> ReceiverStatus { try await requests.setMuted(muted).get() }
 
-    private func receiverRequest(_ request: ReceiverRequest) async throws -> ReceiverStatus {
-        let reply = try await call {
-            self.box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
-                .string(request.json(requestId: $0))
-            }
-        }
-        guard case .status(_, let status)? = try? ReceiverResponse.parse(reply.payload) else {
-            throw CastError(.unexpectedReply, "the device answered with something other than a receiver status")
-        }
-        return status
-    }
-
-    // MARK: - Media namespace
+    // MARK: - Media namespace (async)
 
     /// Media GET_STATUS on the joined app; nil when it has no media session.
     @discardableResult
     public func getMediaStatus() async throws -> MediaStatus? {
-        try await mediaRequest(needsSession: false) { _ in .getStatus(mediaSessionId: nil) }
+        try await requests.media(needsSession: false) { _ in .getStatus(mediaSessionId: nil) }.get()
     }
 
     /// LOAD on the joined app (use `ensureApp` first). Completes when the receiver reports the
     /// loaded media, or with `loadFailed` / `loadCancelled`.
     @discardableResult
-    public func load(_ request: LoadRequest) async throws -> MediaStatus? {
-        try await mediaRequest(needsSession: false) { _ in .load(request) }
-    }
+    public func load(_ request: LoadRequest) async throws -> MediaStatus? { try await sendMediaRequest(.load(request)) }
 
     @discardableResult
     public func queueLoad(_ request: QueueLoadRequest) async throws -> MediaStatus? {
-        try await mediaRequest(needsSession: false) { _ in .queueLoad(request) }
+        try await sendMediaRequest(.queueLoad(request))
     }
 
     @discardableResult
@@ -210,82 +173,164 @@ public final class CastDeviceClient: Sendable {
     public func skipAd() async throws -> MediaStatus? { try await mediaRequest { .skipAd(mediaSessionId: $0) } }
 
     /// STORE_SESSION: the session state the receiver hands out for a transfer.
-    public func storeSession() async throws -> JSONValue {
-        let reply = try await mediaReply(needsSession: true) { .storeSession(mediaSessionId: $0) }
-        guard case .sessionState(_, let state)? = try? MediaResponse.parse(reply.payload) else {
-            throw CastError(.unexpectedReply, "the receiver did not answer STORE_SESSION with a session state")
-        }
-        return state
-    }
+    public func storeSession() async throws -> JSONValue { try await requests.storeSession().get() }
 
     /// RESUME_SESSION with a state from `storeSession` (on the joined app of this device).
     @discardableResult
     public func resumeSession(_ state: JSONValue) async throws -> MediaStatus? {
-        try await mediaRequest(needsSession: false) { _ in .resumeSession(sessionState: state) }
+        try await sendMediaRequest(.resumeSession(sessionState: state))
     }
 
     /// Sends a media request as given (with the media session id it names) to the joined app.
     @discardableResult
     public func sendMediaRequest(_ request: MediaRequest) async throws -> MediaStatus? {
-        try await mediaRequest(needsSession: false) { _ in request }
+        try await requests.media(needsSession: false) { _ in request }.get()
     }
 
-    private func mediaRequest(needsSession: Bool = true, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> MediaStatus? {
-        _ = try await mediaReply(needsSession: needsSession, build)
-        return await snapshot.media
+    private func mediaRequest(_ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> MediaStatus? {
+        try await requests.media(needsSession: true, build).get()
     }
 
-    private func mediaReply(needsSession: Bool, _ build: @escaping @Sendable (Int) -> MediaRequest) async throws -> CastMessage {
-        try await call {
-            let connection = self.box.value
-            guard let app = connection.joinedApp, let transport = app.transportId else {
-                return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
-            }
-            let session = connection.mediaStatus?.mediaSessionId
-            if needsSession && session == nil {
-                return connection.eventLoop.makeFailedFuture(CastError(.noMediaSession, "there is no media session to control"))
-            }
-            let request = build(session ?? 0)
-            // Only requests that carry media or state can approach 64 KiB; the rest are not
-            // encoded an extra time to find out.
-            switch request {
-            case .load, .queueLoad, .resumeSession:
-                let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
-                                          namespace: CastNamespace.media, payload: .string(request.json(requestId: 0)))
-                if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
-            default:
-                break
-            }
-            return connection.request(namespace: CastNamespace.media, destination: transport) {
-                .string(request.json(requestId: $0))
-            }
-        }
-    }
-
-    // MARK: - Custom namespaces
+    // MARK: - Custom namespaces (async)
 
     /// Sends a message to the joined app on `namespace`. With `awaitReply`, completes with the
     /// next message the app sends on that namespace (or `timeout`).
     @discardableResult
     public func sendAppMessage(namespace: String, payload: CastPayload, awaitReply: Duration? = nil) async throws -> CastPayload? {
-        let reply: CastPayload? = try await call {
-            let connection = self.box.value
-            guard let app = connection.joinedApp, let transport = app.transportId else {
-                return connection.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
-            }
-            let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
-                                      namespace: namespace, payload: payload)
-            if let error = Self.sizeError(message) { return connection.eventLoop.makeFailedFuture(error) }
-            let waiter = awaitReply.map { connection.nextAppMessage(namespace: namespace, timeout: $0) }
-            do {
-                try connection.send(namespace: namespace, destination: transport, payload: payload)
-            } catch {
-                waiter?.whenFailure { _ in }
-                return connection.eventLoop.makeFailedFuture(error)
-            }
-            return waiter.map { $0.map(Optional.some) } ?? connection.eventLoop.makeSucceededFuture(nil)
+        try await requests.sendAppMessage(namespace: namespace, payload: payload, awaitReply: awaitReply).get()
+    }
+
+    // MARK: - Requests as futures
+
+    /// The requests as futures on the device's loop. Calling one from any thread hands the
+    /// request to the loop at once; the future completes on the loop with the device's answer
+    /// or a `CastError`. For callers that complete by callback instead of awaiting (the
+    /// daemon's consumer starts an operation without a task and goes on).
+    public var requests: Requests { Requests(client: self) }
+
+    public struct Requests: Sendable {
+        let client: CastDeviceClient
+
+        public func getReceiverStatus() -> EventLoopFuture<ReceiverStatus> { receiver(.getStatus) }
+        public func setVolume(level: Double) -> EventLoopFuture<ReceiverStatus> { receiver(.setVolume(level: level)) }
+        public func setMuted(_ muted: Bool) -> EventLoopFuture<ReceiverStatus> { receiver(.setMuted(muted)) }
+
+        public func launch(appId: String) -> EventLoopFuture<ReceiverApplication> {
+            client.submit { client.launchOnLoop(appId) }
         }
-        return reply
+
+        public func ensureApp(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
+            client.submit {
+                if let app = client.box.value.joinedApp, app.appId == appId { return client.eventLoop.makeSucceededFuture(app) }
+                return client.launchOnLoop(appId)
+            }
+        }
+
+        /// STOP of `sessionId`, or of the joined app's session.
+        public func stopApp(sessionId: String? = nil) -> EventLoopFuture<ReceiverStatus> {
+            client.submit {
+                guard let id = sessionId ?? client.box.value.joinedApp?.sessionId else {
+                    return client.eventLoop.makeFailedFuture(CastError(.noApp, "no app is running"))
+                }
+                return client.receiverOnLoop(.stop(sessionId: id))
+            }
+        }
+
+        /// True when an app is joined (media requests have a destination).
+        public func hasApp() -> EventLoopFuture<Bool> {
+            client.eventLoop.submit { client.box.value.joinedApp != nil }
+        }
+
+        /// A media request to the joined app, built with the current media session id
+        /// (`needsSession`: fail with `noMediaSession` when there is none); completes with the
+        /// merged media status after the reply.
+        public func media(needsSession: Bool, _ build: @escaping @Sendable (Int) -> MediaRequest) -> EventLoopFuture<MediaStatus?> {
+            client.submit { client.mediaReplyOnLoop(needsSession: needsSession, build) }
+                .map { _ in client.box.value.mediaStatus }
+        }
+
+        /// STORE_SESSION: the session state the receiver hands out for a transfer.
+        public func storeSession() -> EventLoopFuture<JSONValue> {
+            client.submit { client.mediaReplyOnLoop(needsSession: true) { .storeSession(mediaSessionId: $0) } }
+                .flatMapThrowing { reply in
+                    guard case .sessionState(_, let state)? = try? MediaResponse.parse(reply.payload) else {
+                        throw CastError(.unexpectedReply, "the receiver did not answer STORE_SESSION with a session state")
+                    }
+                    return state
+                }
+        }
+
+        public func sendAppMessage(namespace: String, payload: CastPayload, awaitReply: Duration? = nil) -> EventLoopFuture<CastPayload?> {
+            client.submit { client.appMessageOnLoop(namespace: namespace, payload: payload, awaitReply: awaitReply) }
+        }
+
+        private func receiver(_ request: ReceiverRequest) -> EventLoopFuture<ReceiverStatus> {
+            client.submit { client.receiverOnLoop(request) }
+        }
+    }
+
+    // MARK: - On the loop
+
+    private func launchOnLoop(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
+        let connection = box.value
+        let launch = connection.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            .string(ReceiverRequest.launch(appId: appId).json(requestId: $0))
+        }
+        return connection.waitForApp(appId, launch: launch)
+    }
+
+    private func receiverOnLoop(_ request: ReceiverRequest) -> EventLoopFuture<ReceiverStatus> {
+        box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
+            .string(request.json(requestId: $0))
+        }.flatMapThrowing { reply in
+            guard case .status(_, let status)? = try? ReceiverResponse.parse(reply.payload) else {
+                throw CastError(.unexpectedReply, "the device answered with something other than a receiver status")
+            }
+            return status
+        }
+    }
+
+    private func mediaReplyOnLoop(needsSession: Bool, _ build: (Int) -> MediaRequest) -> EventLoopFuture<CastMessage> {
+        let connection = box.value
+        guard let app = connection.joinedApp, let transport = app.transportId else {
+            return eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
+        }
+        let session = connection.mediaStatus?.mediaSessionId
+        if needsSession && session == nil {
+            return eventLoop.makeFailedFuture(CastError(.noMediaSession, "there is no media session to control"))
+        }
+        let request = build(session ?? 0)
+        // Only requests that carry media or state can approach 64 KiB; the rest are not
+        // encoded an extra time to find out.
+        switch request {
+        case .load, .queueLoad, .resumeSession:
+            let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
+                                      namespace: CastNamespace.media, payload: .string(request.json(requestId: 0)))
+            if let error = Self.sizeError(message) { return eventLoop.makeFailedFuture(error) }
+        default:
+            break
+        }
+        return connection.request(namespace: CastNamespace.media, destination: transport) {
+            .string(request.json(requestId: $0))
+        }
+    }
+
+    private func appMessageOnLoop(namespace: String, payload: CastPayload, awaitReply: Duration?) -> EventLoopFuture<CastPayload?> {
+        let connection = box.value
+        guard let app = connection.joinedApp, let transport = app.transportId else {
+            return eventLoop.makeFailedFuture(CastError(.noApp, "no app is running on the device"))
+        }
+        let message = CastMessage(sourceID: connection.configuration.senderID, destinationID: transport,
+                                  namespace: namespace, payload: payload)
+        if let error = Self.sizeError(message) { return eventLoop.makeFailedFuture(error) }
+        let waiter = awaitReply.map { connection.nextAppMessage(namespace: namespace, timeout: $0) }
+        do {
+            try connection.send(namespace: namespace, destination: transport, payload: payload)
+        } catch {
+            waiter?.whenFailure { _ in }
+            return eventLoop.makeFailedFuture(error)
+        }
+        return waiter.map { $0.map(Optional.some) } ?? eventLoop.makeSucceededFuture(nil)
     }
 
     // MARK: - Helpers
@@ -306,12 +351,10 @@ public final class CastDeviceClient: Sendable {
         return CastError(.payloadTooLarge, "the message would be \(size) bytes; Cast messages are limited to 64 KiB")
     }
 
-    private func call<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) async throws -> T {
-        do {
-            return try await eventLoop.flatSubmit(body).get()
-        } catch let error as CastError {
-            throw error
-        } catch {
+    /// Runs `body` on the loop; any failure that is not a `CastError` becomes `connectionLost`.
+    private func submit<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) -> EventLoopFuture<T> {
+        eventLoop.flatSubmit(body).flatMapErrorThrowing { error in
+            if let error = error as? CastError { throw error }
             throw CastError(.connectionLost, "\(error)")
         }
     }

@@ -11,18 +11,20 @@ import ServiceLifecycle
 
 /// The daemon: MQTT, discovery and one Cast client per device around a `BridgeCore`.
 ///
-/// Structured concurrency: `run()` owns one task group. Its children are the MQTT event reader,
-/// the discovery event reader, the one-second ticker and one short task per running Cast
-/// operation; the group's own task is the consumer. The consumer takes every input from one
-/// bounded `InputQueue` (MQTT messages, discovery events, the devices' Cast events, operation
-/// completions, ticks) and applies it to the core in order, so per-device state needs no locks;
-/// it publishes what the core returns and starts its operations as children of the group. When
-/// the consumer ends (SIGTERM), the group's children are cancelled and awaited: nothing outlives
-/// `run()`.
+/// Structured concurrency: `run()` owns one task group. Its children are the discovery event
+/// reader, the one-second ticker and the shutdown of dropped devices; the group's own task is the
+/// consumer. The consumer takes every input from one bounded `InputQueue` (MQTT messages,
+/// discovery events, the devices' Cast events, operation completions, ticks) and applies it to
+/// the core in order, so per-device state needs no locks; it publishes what the core returns
+/// (written to the broker by the consumer itself when the MQTT thread is idle) and hands its
+/// operations to the devices' event loops, which push each completion back into the queue. When
+/// the consumer ends (SIGTERM), the group's children are cancelled and awaited, and the fleet's
+/// shutdown fails what is still in flight: nothing outlives `run()`.
 ///
-/// The devices' Cast events go straight from their event loops into the queue (no task per
-/// device), in the order they happen and before the completion of the request they answer; the
-/// core therefore sees a device's status before the operation that caused it completes.
+/// MQTT events go straight from the MQTT network thread into the queue, and the devices' Cast
+/// events straight from their event loops (no task per device), in the order they happen and
+/// before the completion of the request they answer; the core therefore sees a device's status
+/// before the operation that caused it completes.
 final class BridgeRuntime: Service, Sendable {
     let configuration: BridgeConfiguration
     let logger: Logger
@@ -49,8 +51,17 @@ final class BridgeRuntime: Service, Sendable {
             core.restorePublished(snapshot, staticIDs: Set(discoveryConfiguration.staticDevices.map(\.effectiveID)),
                                   admitted: { filter.allows(id: $0, friendlyName: $1) })
         }
+        // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
-                                       logger: logger)
+                                       logger: logger, onEvent: { [inputs] event in
+            switch event {
+            case .connected: inputs.push(.bridge(.mqttConnected))
+            case .disconnected: inputs.push(.mqttDisconnected)
+            case .message(let m):
+                inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
+                                                 correlationData: m.correlationData)))
+            }
+        })
         let qos = Adapt.qos(configuration.mqtt.qos)
         for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
         try mqtt.start()
@@ -61,17 +72,6 @@ final class BridgeRuntime: Service, Sendable {
         let inputs = self.inputs
 
         await withDiscardingTaskGroup { tasks in
-            tasks.addTask {
-                for await event in mqtt.events {
-                    switch event {
-                    case .connected: inputs.push(.bridge(.mqttConnected))
-                    case .disconnected: inputs.push(.mqttDisconnected)
-                    case .message(let m):
-                        inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
-                                                         correlationData: m.correlationData)))
-                    }
-                }
-            }
             tasks.addTask {
                 for await event in discovery.events { inputs.push(.discovery(event)) }
             }
@@ -98,6 +98,9 @@ final class BridgeRuntime: Service, Sendable {
             for publication in final.publications where publication.topic != core.lastWill.topic {
                 consumer.publish(publication)
             }
+            if final.sessionsChanged { consumer.sessionsPacer.changed() }
+            if final.publishedChanged { consumer.publishedPacer.changed() }
+            consumer.saveState(core: core, sessions: sessions, published: published, force: true)
             await fleet.shutdown()
             tasks.cancelAll()
         }
@@ -117,6 +120,8 @@ final class BridgeRuntime: Service, Sendable {
         /// then (the reconnect republishes the current state anyway).
         var mqttUp = false
         var skippedWhileDown = 0
+        var sessionsPacer = SavePacer()
+        var publishedPacer = SavePacer()
         let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
 
         init(runtime: BridgeRuntime, mqtt: MosquittoClient, notifier: SystemdNotifier) {
@@ -166,24 +171,32 @@ final class BridgeRuntime: Service, Sendable {
             for line in output.logs { logger.info("\(line)") }
             for line in output.debugLogs { logger.debug("\(line)") }
             for publication in output.publications { publish(publication) }
-            for operation in output.operations { start(operation, fleet: fleet, tasks: &tasks) }
+            for operation in output.operations { start(operation, fleet: fleet) }
             for id in output.forgotten { fleet.drop(id, tasks: &tasks) }
-            if output.sessionsChanged { sessions.save(core.sessionSnapshot()) }
-            if output.publishedChanged { published.save(core.publishedSnapshot) }
+            if output.sessionsChanged { sessionsPacer.changed() }
+            if output.publishedChanged { publishedPacer.changed() }
+            saveState(core: core, sessions: sessions, published: published)
         }
 
-        /// Runs an operation as a child task; its completion comes back through the queue,
-        /// exactly once.
-        func start(_ operation: CastOperation, fleet: Fleet, tasks: inout DiscardingTaskGroup) {
+        /// Writes the state files that changed, paced (`SavePacer`); `force` at shutdown.
+        mutating func saveState(core: BridgeCore, sessions: SessionFile, published: PublishedFile, force: Bool = false) {
+            let now = ContinuousClock.now
+            if sessionsPacer.take(now: now, force: force) { sessions.save(core.sessionSnapshot()) }
+            if publishedPacer.take(now: now, force: force) { published.save(core.publishedSnapshot) }
+        }
+
+        /// Hands an operation to its device's event loop; its completion comes back through the
+        /// queue, exactly once.
+        func start(_ operation: CastOperation, fleet: Fleet) {
             let inputs = runtime.inputs
             guard let client = fleet.client(operation.deviceID) else {
                 inputs.push(.bridge(.operationCompleted(operation.token,
                                                         .failure(BridgeError(.unknownDevice, "the device is not known")))))
                 return
             }
-            tasks.addTask {
-                let result = await OperationRunner.run(operation, on: client)
-                inputs.push(.bridge(.operationCompleted(operation.token, result)))
+            let token = operation.token
+            OperationRunner.start(operation, on: client) { result in
+                inputs.push(.bridge(.operationCompleted(token, result)))
             }
         }
 

@@ -1,55 +1,66 @@
 import Bridge
 import CastClient
 import CastProtocol
+import NIOCore
 
 /// Runs one `CastOperation` of the bridge on a device client. Every path ends in exactly one
 /// result. The statuses that answer a request reach the bridge through the client's events
 /// (before this result), so a result says only whether the device confirmed, plus the data of
 /// a reply (an app message, a session state).
+///
+/// No task and no waiting: `start` hands the request to the device's event loop and returns;
+/// the completion is called on that loop. The consumer thus never waits for a device, and a
+/// command reaches the device with one thread hop (consumer → the device's loop).
 enum OperationRunner {
-    static func run(_ operation: CastOperation, on client: CastDeviceClient) async -> Result<OperationResult, BridgeError> {
-        do {
-            return .success(try await perform(operation, on: client))
-        } catch {
-            return .failure(Adapt.bridgeError(error))
+    static func start(_ operation: CastOperation, on client: CastDeviceClient,
+                      completion: @escaping @Sendable (Result<OperationResult, BridgeError>) -> Void) {
+        perform(operation, on: client.requests).whenComplete { result in
+            completion(result.mapError(Adapt.bridgeError))
         }
     }
 
-    private static func perform(_ operation: CastOperation, on client: CastDeviceClient) async throws -> OperationResult {
+    private static func perform(_ operation: CastOperation, on requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
         switch operation.kind {
         case .getReceiverStatus:
-            try await client.getReceiverStatus()
+            return done(requests.getReceiverStatus())
         case .getMediaStatus:
             // Nothing to read without a joined app (the bridge asks only when one runs).
-            guard await client.snapshot.app != nil else { return .done }
-            try await client.getMediaStatus()
+            let hasApp = requests.hasApp()
+            return hasApp.flatMap { joined in
+                joined ? done(requests.media(needsSession: false) { _ in .getStatus(mediaSessionId: nil) })
+                       : hasApp.eventLoop.makeSucceededFuture(.done)
+            }
         case .launch(let appId):
-            try await client.launch(appId: appId)
+            return done(requests.launch(appId: appId))
         case .stopApp(let sessionId):
-            try await client.stopApp(sessionId: sessionId)
+            return done(requests.stopApp(sessionId: sessionId))
         case .setVolume(let level):
-            try await client.setVolume(level: level)
+            return done(requests.setVolume(level: level))
         case .setMuted(let muted):
-            try await client.setMuted(muted)
+            return done(requests.setMuted(muted))
         case .media(let request):
-            try await client.sendMediaRequest(request)
+            return done(requests.media(needsSession: false) { _ in request })
         case .load(let request, let appId):
-            try await client.ensureApp(appId)
-            try await client.load(request)
+            return requests.ensureApp(appId).flatMap { _ in done(requests.media(needsSession: false) { _ in .load(request) }) }
         case .queueLoad(let request, let appId):
-            try await client.ensureApp(appId)
-            try await client.queueLoad(request)
+            return requests.ensureApp(appId).flatMap { _ in
+                done(requests.media(needsSession: false) { _ in .queueLoad(request) })
+            }
         case .send(let namespace, let payload, let appId, let awaitReply):
-            if let appId { try await client.ensureApp(appId) }
-            let reply = try await client.sendAppMessage(namespace: namespace, payload: payload,
-                                                        awaitReply: awaitReply ? operation.timeout : nil)
-            return reply.map(OperationResult.appMessage) ?? .done
+            let send: @Sendable () -> EventLoopFuture<CastPayload?> = { requests.sendAppMessage(namespace: namespace, payload: payload,
+                                                 awaitReply: awaitReply ? operation.timeout : nil) }
+            let reply = appId.map { requests.ensureApp($0).flatMap { _ in send() } } ?? send()
+            return reply.map { $0.map(OperationResult.appMessage) ?? .done }
         case .storeSession:
-            return .sessionState(try await client.storeSession())
+            return requests.storeSession().map(OperationResult.sessionState)
         case .resumeSession(let state, let appId):
-            try await client.ensureApp(appId)
-            try await client.resumeSession(state)
+            return requests.ensureApp(appId).flatMap { _ in
+                done(requests.media(needsSession: false) { _ in .resumeSession(sessionState: state) })
+            }
         }
-        return .done
+    }
+
+    private static func done<T>(_ future: EventLoopFuture<T>) -> EventLoopFuture<OperationResult> {
+        future.map { _ in .done }
     }
 }

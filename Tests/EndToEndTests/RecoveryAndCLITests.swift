@@ -73,7 +73,10 @@ struct EndToEndRecoveryTests {
             try await h.waitOnline(["living_room_tv"])
             _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
             #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
-            #expect(FileManager.default.fileExists(atPath: h.directory + "/state/sessions.json"))
+            // Written within a second of the change (SavePacer).
+            #expect(await waitUntil(timeout: .seconds(3)) {
+                FileManager.default.fileExists(atPath: h.directory + "/state/sessions.json")
+            })
             h.stopDaemon()
             #expect(await h.observer.wait("cast2mqtt/bridge/state") { $0 == "offline" } != nil)
             let eventsBefore = h.observer.messages(on: "cast2mqtt/living_room_tv/event").count
