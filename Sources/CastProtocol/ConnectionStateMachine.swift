@@ -215,7 +215,11 @@ where Instant.Duration == Duration, Instant: Sendable {
                 session.lastPingSent = now
                 actions.append(.write([heartbeat(.ping)]))
             }
-            let expired = session.pending.filter { $0.value.deadline <= now }.map(\.key).sorted()
+            // Plain loops, no key paths: this runs on every timer of every device, and in this
+            // generic type a key path is resolved at run time on each call.
+            var expired: [Int] = []
+            for (id, request) in session.pending where request.deadline <= now { expired.append(id) }
+            expired.sort()
             if !expired.isEmpty {
                 for id in expired { session.pending[id] = nil }
                 let visible = expired.filter { session.internalRequests.remove($0) == nil }
@@ -396,13 +400,16 @@ where Instant.Duration == Duration, Instant: Sendable {
     /// device has PINGed us since then. Such a device proves it is alive with its own PINGs, and
     /// our PONGs prove us to it, so a PING of ours would only add a round trip (and a wake-up) on
     /// both ends: we PING it only once it has been quiet for `heartbeatTimeout -
-    /// heartbeatInterval`, which leaves it `heartbeatInterval` to answer before the liveness rule
-    /// (nothing at all for `heartbeatTimeout`: drop) applies, as for any device. The timer then
-    /// wakes about once per that quiet time rather than once per interval.
+    /// heartbeatInterval / 2`, which leaves it half an interval to answer before the liveness
+    /// rule (nothing at all for `heartbeatTimeout`: drop) applies, as for any device. The timer
+    /// then wakes about every other PING of the device (10 s by default) instead of every
+    /// interval. The half interval keeps that look off the device's own PING times: a look
+    /// exactly two PINGs after the last one would race the next PING and send a needless PING
+    /// every other time.
     private func heartbeatTurn(_ session: Session) -> Instant {
         let regular = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
         guard let devicePing = session.lastDevicePing, devicePing > session.lastPingSent else { return regular }
-        let quiet = session.lastReceived.advanced(by: configuration.heartbeatTimeout - configuration.heartbeatInterval)
+        let quiet = session.lastReceived.advanced(by: configuration.heartbeatTimeout - configuration.heartbeatInterval / 2)
         return regular < quiet ? quiet : regular
     }
 
@@ -410,7 +417,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         var deadline = heartbeatTurn(session)
         let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
         if dead < deadline { deadline = dead }
-        if let earliest = session.pending.values.map(\.deadline).min(), earliest < deadline { deadline = earliest }
+        for request in session.pending.values where request.deadline < deadline { deadline = request.deadline }
         return deadline
     }
 

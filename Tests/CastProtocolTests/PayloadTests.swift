@@ -78,6 +78,9 @@ import Testing
         #expect(ConnectionMessage.parse(.string(#"{"type":"CLOSE"}"#)) == .close(reasonCode: nil))
         #expect(HeartbeatMessage.parse(.string(#"{"type":"PING"}"#)) == .ping)
         #expect(HeartbeatMessage.parse(.binary([1])) == nil)
+        // Not the canonical bytes: the JSON parser decides.
+        #expect(HeartbeatMessage.parse(.string(#"{ "type" : "PONG" }"#)) == .pong)
+        #expect(HeartbeatMessage.parse(.string(#"{"type":"PINGS"}"#)) == nil)
     }
 }
 

@@ -97,40 +97,41 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
     @Test func sleepsWhileTheDevicePingsAndPingsItOnceItGoesQuiet() {
         var machine = openMachine()
         // The device PINGs at 3 s: the timer at 5 s sends nothing and sleeps until the device
-        // has been quiet for 10 s (timeout 15 - interval 5).
+        // has been quiet for 12.5 s (timeout 15 - interval 5 / 2).
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(3))
         var actions = machine.timerFired(now: at(5))
         #expect(writes(actions).isEmpty)
-        #expect(actions.contains(.scheduleTimer(at(13))))
-        // It PINGs again at 8 and 13 s: at 13 s nothing is due yet, next look at 23 s.
+        #expect(actions.contains(.scheduleTimer(at(15.5))))
+        // It PINGs again at 8 and 13 s: at 15.5 s nothing is due, next look at 25.5 s (half an
+        // interval away from its PINGs at 23 and 28 s).
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(8))
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(13))
-        actions = machine.timerFired(now: at(13))
+        actions = machine.timerFired(now: at(15.5))
         #expect(writes(actions).isEmpty)
-        #expect(actions.contains(.scheduleTimer(at(23))))
-        // Quiet since 13 s: at 23 s we PING; it has until 28 s (15 s after 13 s) to answer.
-        actions = machine.timerFired(now: at(23))
+        #expect(actions.contains(.scheduleTimer(at(25.5))))
+        // Quiet since 13 s: at 25.5 s we PING; it has until 28 s (15 s after 13 s) to answer.
+        actions = machine.timerFired(now: at(25.5))
         #expect(types(writes(actions)) == ["PING"])
         #expect(actions.contains(.scheduleTimer(at(28))))
         // It answers but no longer PINGs on its own: from now on we PING every interval.
-        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(23.1))
-        actions = machine.timerFired(now: at(28))
+        _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(25.6))
+        actions = machine.timerFired(now: at(30.5))
         #expect(types(writes(actions)) == ["PING"])
-        #expect(actions.contains(.scheduleTimer(at(33))))
+        #expect(actions.contains(.scheduleTimer(at(35.5))))
         // Other traffic keeps it alive but does not make it a pinging device again.
         _ = machine.messageReceived(
-            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(29))
-        #expect(types(writes(machine.timerFired(now: at(33)))) == ["PING"])
-        // Liveness is unchanged: 15 s after the last message (29 s) it is dead.
-        #expect(machine.timerFired(now: at(44)) == [.close(.heartbeatTimeout)])
+            fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(31))
+        #expect(types(writes(machine.timerFired(now: at(35.5)))) == ["PING"])
+        // Liveness is unchanged: 15 s after the last message (31 s) it is dead.
+        #expect(machine.timerFired(now: at(46)) == [.close(.heartbeatTimeout)])
     }
 
     @Test func aPingingDeviceThatFallsSilentIsDroppedOnTime() {
         var machine = openMachine()
         _ = machine.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PING"}"#), now: at(4))
-        // Quiet from 4 s: PING at 14 s, no answer, dropped at 19 s.
+        // Quiet from 4 s: PING at 16.5 s, no answer, dropped at 19 s.
         #expect(writes(machine.timerFired(now: at(5))).isEmpty)
-        #expect(types(writes(machine.timerFired(now: at(14)))) == ["PING"])
+        #expect(types(writes(machine.timerFired(now: at(16.5)))) == ["PING"])
         #expect(machine.timerFired(now: at(19)) == [.close(.heartbeatTimeout)])
     }
 
