@@ -9,7 +9,8 @@ import CastProtocol
 /// - bit 4: from the joined app's transport instead of `receiver-0`;
 /// - bit 5: to the broadcast destination `*` instead of `sender-0`.
 ///
-/// Every payload goes through every namespace parser directly, and then, as a message, through
+/// Every payload goes through every namespace parser directly (and the header scanner is compared
+/// with JSONDecoder on it), and then, as a message, through
 /// the connection state machine (opened and answered, with requests pending on the receiver,
 /// media and app namespaces) and `CastInbound.classify`, the client's dispatch, with the
 /// client's follow-ups: joining the active app, merging media status over the previous one.
@@ -98,7 +99,12 @@ private let namespaces = [
 
 /// Every payload parser the client has, whatever the namespace.
 private func parseEverywhere(_ payload: CastPayload) {
-    _ = CastPayloadHeader.parse(payload)
+    // The one-pass header scanner must read exactly what JSONDecoder reads.
+    let header = CastPayloadHeader.parse(payload)
+    let reference = CastPayloadHeader.parseWithJSONDecoder(payload)
+    if header != reference {
+        fatalError("header scanner disagrees with JSONDecoder: \(String(describing: header)) vs \(String(describing: reference)) on \(String(describing: payload.text))")
+    }
     _ = ConnectionMessage.parse(payload)
     _ = HeartbeatMessage.parse(payload)
     _ = try? ReceiverResponse.parse(payload)

@@ -283,6 +283,8 @@ public final class CastDeviceClient: Sendable {
         box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
             .string(request.json(requestId: $0))
         }.flatMapThrowing { reply in
+            // Completed right after the reply was dispatched: its status is already parsed.
+            if let parsed = self.box.value.parsedReceiverReply, parsed.payload == reply.payload { return parsed.status }
             guard case .status(_, let status)? = try? ReceiverResponse.parse(reply.payload) else {
                 throw CastError(.unexpectedReply, "the device answered with something other than a receiver status")
             }

@@ -58,6 +58,9 @@ final class DeviceConnection {
     private(set) var receiverStatus: ReceiverStatus?
     private(set) var joinedApp: ReceiverApplication?
     private(set) var mediaStatus: MediaStatus?
+    /// The receiver status read from the message being handled, so that the request it answers
+    /// completes without parsing it a second time; only while that message's actions run.
+    private(set) var parsedReceiverReply: (payload: CastPayload, status: ReceiverStatus)?
 
     init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, eventLoop: any EventLoop,
          sslContext: NIOSSLContext, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
@@ -191,6 +194,7 @@ final class DeviceConnection {
     func received(_ message: CastMessage, generation: Int) {
         guard generation == self.generation else { return }
         run(machine.messageReceived(message, now: clock.now))
+        parsedReceiverReply = nil
     }
 
     func failed(_ error: any Error, generation: Int) {
@@ -352,6 +356,7 @@ final class DeviceConnection {
     private func dispatch(_ message: CastMessage) {
         switch CastInbound.classify(message, joinedTransport: joinedApp?.transportId) {
         case .receiverStatus(let status)?:
+            parsedReceiverReply = (message.payload, status)
             update(status)
         case .mediaStatus(let status)?:
             updateMedia(status)

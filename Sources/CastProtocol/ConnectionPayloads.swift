@@ -24,8 +24,17 @@ public struct CastPayloadHeader: Decodable, Sendable, Hashable {
         requestId = id(.requestId) ?? id(.launchRequestId)
     }
 
-    /// Parses the header of a text payload; nil when it is not a JSON object.
+    /// Parses the header of a text payload; nil when it is not a JSON object. The plain cases
+    /// are read by `HeaderScanner` (one pass, no `JSONDecoder`), the rest by `JSONDecoder`; the
+    /// result is the same (the payload fuzzer compares it with `parseWithJSONDecoder`).
     public static func parse(_ payload: CastPayload) -> CastPayloadHeader? {
+        guard let text = payload.text else { return nil }
+        if case .header(let header) = HeaderScanner.scan(text) { return header }
+        return try? CastJSON.decode(CastPayloadHeader.self, from: text)
+    }
+
+    /// The reference: the header as `JSONDecoder` reads it (for tests and the fuzzer).
+    public static func parseWithJSONDecoder(_ payload: CastPayload) -> CastPayloadHeader? {
         guard let text = payload.text else { return nil }
         return try? CastJSON.decode(CastPayloadHeader.self, from: text)
     }
