@@ -6,7 +6,8 @@ import NIOSSL
 
 /// The client of one Cast device: owns connect → session → backoff → reconnect, joins a running
 /// app instead of relaunching it, and offers the receiver and media commands as async calls that
-/// complete with the device's answer or a typed `CastError`.
+/// complete with the device's answer or a typed `CastError`, and the same requests as futures on
+/// the device's loop (`requests`) for callers that complete by callback.
 ///
 /// Call `start()` and `shutdown()`. Events go either to `events` (read it from exactly one task)
 /// or, when an `onEvent` sink is given, straight to the sink, on the device's event loop, in
