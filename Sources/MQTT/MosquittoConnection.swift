@@ -44,7 +44,9 @@ final class MosquittoConnection: @unchecked Sendable {
     /// When set, events go to this handler (called on the thread that produced them, under
     /// `io`) instead of `events`.
     let handler: (@Sendable (MQTTEvent) -> Void)?
-    let io = IOMutex()
+    /// Serializes every call into libmosquitto's I/O (read, write, keepalive, connect,
+    /// disconnect) and the state its callbacks touch (see the threading note above).
+    let io = PthreadMutex()
     let handle: OpaquePointer
     let wakeRead: Int32
     let wakeWrite: Int32
