@@ -237,9 +237,14 @@ public final class CastDeviceClient: Sendable {
             }
         }
 
-        /// True when an app is joined (media requests have a destination).
-        public func hasApp() -> EventLoopFuture<Bool> {
-            client.eventLoop.submit { client.box.value.joinedApp != nil }
+        /// Media GET_STATUS on the joined app; when no app is joined, nothing to ask: nil at
+        /// once (checked and sent in one step on the loop).
+        public func mediaStatusIfJoined() -> EventLoopFuture<MediaStatus?> {
+            client.submit {
+                guard client.box.value.joinedApp != nil else { return client.eventLoop.makeSucceededFuture(nil) }
+                return client.mediaReplyOnLoop(needsSession: false) { _ in .getStatus(mediaSessionId: nil) }
+                    .map { _ in client.box.value.mediaStatus }
+            }
         }
 
         /// A media request to the joined app, built with the current media session id

@@ -25,11 +25,7 @@ enum OperationRunner {
             return done(requests.getReceiverStatus())
         case .getMediaStatus:
             // Nothing to read without a joined app (the bridge asks only when one runs).
-            let hasApp = requests.hasApp()
-            return hasApp.flatMap { joined in
-                joined ? done(requests.media(needsSession: false) { _ in .getStatus(mediaSessionId: nil) })
-                       : hasApp.eventLoop.makeSucceededFuture(.done)
-            }
+            return done(requests.mediaStatusIfJoined())
         case .launch(let appId):
             return done(requests.launch(appId: appId))
         case .stopApp(let sessionId):
@@ -41,11 +37,9 @@ enum OperationRunner {
         case .media(let request):
             return done(requests.media(needsSession: false) { _ in request })
         case .load(let request, let appId):
-            return requests.ensureApp(appId).flatMap { _ in done(requests.media(needsSession: false) { _ in .load(request) }) }
+            return inApp(appId, .load(request), requests)
         case .queueLoad(let request, let appId):
-            return requests.ensureApp(appId).flatMap { _ in
-                done(requests.media(needsSession: false) { _ in .queueLoad(request) })
-            }
+            return inApp(appId, .queueLoad(request), requests)
         case .send(let namespace, let payload, let appId, let awaitReply):
             let send: @Sendable () -> EventLoopFuture<CastPayload?> = { requests.sendAppMessage(namespace: namespace, payload: payload,
                                                  awaitReply: awaitReply ? operation.timeout : nil) }
@@ -54,10 +48,14 @@ enum OperationRunner {
         case .storeSession:
             return requests.storeSession().map(OperationResult.sessionState)
         case .resumeSession(let state, let appId):
-            return requests.ensureApp(appId).flatMap { _ in
-                done(requests.media(needsSession: false) { _ in .resumeSession(sessionState: state) })
-            }
+            return inApp(appId, .resumeSession(sessionState: state), requests)
         }
+    }
+
+    /// Joins or launches `appId`, then sends `request` to it.
+    private static func inApp(_ appId: String, _ request: MediaRequest,
+                              _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
+        requests.ensureApp(appId).flatMap { _ in done(requests.media(needsSession: false) { _ in request }) }
     }
 
     private static func done<T>(_ future: EventLoopFuture<T>) -> EventLoopFuture<OperationResult> {
