@@ -113,16 +113,9 @@ public enum HeartbeatMessage: String, Sendable, Hashable {
 
     public func json() -> String { #"{"type":"\#(rawValue)"}"# }
 
+    /// Through `CastPayloadHeader.parse`, whose one-pass scanner reads a heartbeat without
+    /// `JSONDecoder`.
     public static func parse(_ payload: CastPayload) -> HeartbeatMessage? {
-        // Fast path: the exact bytes every sender and device we know writes (a thousand idle
-        // devices send 200 of these a second); anything else goes through the JSON parser.
-        if case .string(let text) = payload {
-            if text == Self.pingJSON { return .ping }
-            if text == Self.pongJSON { return .pong }
-        }
-        return CastPayloadHeader.parse(payload)?.type.flatMap(HeartbeatMessage.init(rawValue:))
+        CastPayloadHeader.parse(payload)?.type.flatMap(HeartbeatMessage.init(rawValue:))
     }
-
-    private static let pingJSON = #"{"type":"PING"}"#
-    private static let pongJSON = #"{"type":"PONG"}"#
 }
