@@ -46,38 +46,25 @@ enum HeaderScanner {
                 var typeSeen = false
                 var requestId: IDValue?
                 var launchRequestId: IDValue?
-                skipSpace()
-                if peek() == UInt8(ascii: "}") {
-                    at += 1
-                } else {
-                    while true {
-                        skipSpace()
-                        let key = try plainString()
-                        skipSpace()
-                        try expect(UInt8(ascii: ":"))
-                        skipSpace()
-                        if equals(key, "type") {
-                            guard !typeSeen else { throw Unsure() }
-                            typeSeen = true
-                            if peek() == UInt8(ascii: "\"") {
-                                let value = try plainString()
-                                type = String(decoding: UnsafeBufferPointer(rebasing: bytes[value]), as: UTF8.self)
-                            } else {
-                                try skipValue(depth: 1)
-                            }
-                        } else if equals(key, "requestId") {
-                            guard requestId == nil else { throw Unsure() }
-                            requestId = try idValue()
-                        } else if equals(key, "launchRequestId") {
-                            guard launchRequestId == nil else { throw Unsure() }
-                            launchRequestId = try idValue()
+                try members(keys: .plain) { (scanner: inout Scanner, key: Range<Int>?) throws(Unsure) in
+                    guard let key else { throw Unsure() }
+                    if scanner.equals(key, "type") {
+                        guard !typeSeen else { throw Unsure() }
+                        typeSeen = true
+                        if scanner.peek() == UInt8(ascii: "\"") {
+                            let value = try scanner.plainString()
+                            type = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[value]), as: UTF8.self)
                         } else {
-                            try skipValue(depth: 1)
+                            try scanner.skipValue(depth: 1)
                         }
-                        skipSpace()
-                        let next = try byte()
-                        if next == UInt8(ascii: "}") { break }
-                        guard next == UInt8(ascii: ",") else { throw Unsure() }
+                    } else if scanner.equals(key, "requestId") {
+                        guard requestId == nil else { throw Unsure() }
+                        requestId = try scanner.idValue()
+                    } else if scanner.equals(key, "launchRequestId") {
+                        guard launchRequestId == nil else { throw Unsure() }
+                        launchRequestId = try scanner.idValue()
+                    } else {
+                        try scanner.skipValue(depth: 1)
                     }
                 }
                 skipSpace()
@@ -88,6 +75,39 @@ enum HeaderScanner {
                 return .header(CastPayloadHeader(type: type, requestId: id))
             } catch {
                 return nil
+            }
+        }
+
+        enum Keys {
+            /// An array: elements without keys.
+            case none
+            /// An object whose keys are skipped (escapes allowed).
+            case skipped
+            /// An object whose keys are handed to `element` (escaped keys are `Unsure`).
+            case plain
+        }
+
+        /// Reads the elements of the array or object whose opening bracket was just read, up to
+        /// its closing bracket: for each, the key and colon (per `keys`), then `element`, which
+        /// must read the value. `element` gets the key's range when `keys` is `.plain`.
+        mutating func members(keys: Keys, _ element: (inout Scanner, Range<Int>?) throws(Unsure) -> Void) throws(Unsure) {
+            let close = keys == .none ? UInt8(ascii: "]") : UInt8(ascii: "}")
+            skipSpace()
+            if peek() == close { at += 1; return }
+            while true {
+                skipSpace()
+                var key: Range<Int>?
+                if keys != .none {
+                    if keys == .plain { key = try plainString() } else { try skipString() }
+                    skipSpace()
+                    try expect(UInt8(ascii: ":"))
+                    skipSpace()
+                }
+                try element(&self, key)
+                skipSpace()
+                let next = try byte()
+                if next == close { return }
+                guard next == UInt8(ascii: ",") else { throw Unsure() }
             }
         }
 
@@ -154,33 +174,10 @@ enum HeaderScanner {
             switch first {
             case UInt8(ascii: "\""):
                 try skipString()
-            case UInt8(ascii: "{"):
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
                 at += 1
-                skipSpace()
-                if peek() == UInt8(ascii: "}") { at += 1; return }
-                while true {
-                    skipSpace()
-                    try skipString()
-                    skipSpace()
-                    try expect(UInt8(ascii: ":"))
-                    skipSpace()
-                    try skipValue(depth: depth + 1)
-                    skipSpace()
-                    let next = try byte()
-                    if next == UInt8(ascii: "}") { return }
-                    guard next == UInt8(ascii: ",") else { throw Unsure() }
-                }
-            case UInt8(ascii: "["):
-                at += 1
-                skipSpace()
-                if peek() == UInt8(ascii: "]") { at += 1; return }
-                while true {
-                    skipSpace()
-                    try skipValue(depth: depth + 1)
-                    skipSpace()
-                    let next = try byte()
-                    if next == UInt8(ascii: "]") { return }
-                    guard next == UInt8(ascii: ",") else { throw Unsure() }
+                try members(keys: first == UInt8(ascii: "{") ? .skipped : .none) { (scanner: inout Scanner, _: Range<Int>?) throws(Unsure) in
+                    try scanner.skipValue(depth: depth + 1)
                 }
             case UInt8(ascii: "t"): try skipWord("true")
             case UInt8(ascii: "f"): try skipWord("false")
