@@ -4,6 +4,12 @@ import PackageDescription
 // Swift 6 language mode (strict concurrency) everywhere, and every warning is an error.
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
+/// A fuzz target `fuzz-<name>` in `Fuzz/fuzz-<name>` on top of FuzzSupport.
+func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .executableTarget(name: "fuzz-\(name)", dependencies: ["FuzzSupport"] + dependencies,
+                      path: "Fuzz/fuzz-\(name)", swiftSettings: strict)
+}
+
 let package = Package(
     name: "cast2mqtt",
     platforms: [.macOS(.v14)],
@@ -153,36 +159,11 @@ let package = Package(
             path: "Fuzz/FuzzSupport",
             swiftSettings: strict
         ),
-        .executableTarget(
-            name: "fuzz-frame",
-            dependencies: ["FuzzSupport", "CastProtocol", .product(name: "NIOCore", package: "swift-nio")],
-            path: "Fuzz/fuzz-frame",
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "fuzz-payload",
-            dependencies: ["FuzzSupport", "CastProtocol"],
-            path: "Fuzz/fuzz-payload",
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "fuzz-command",
-            dependencies: ["FuzzSupport", "Bridge", "CastProtocol"],
-            path: "Fuzz/fuzz-command",
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "fuzz-config",
-            dependencies: ["FuzzSupport", "Bridge"],
-            path: "Fuzz/fuzz-config",
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "fuzz-txt",
-            dependencies: ["FuzzSupport", "Discovery", "Bridge"],
-            path: "Fuzz/fuzz-txt",
-            swiftSettings: strict
-        ),
+        fuzzTarget("frame", ["CastProtocol", .product(name: "NIOCore", package: "swift-nio")]),
+        fuzzTarget("payload", ["CastProtocol"]),
+        fuzzTarget("command", ["Bridge", "CastProtocol"]),
+        fuzzTarget("config", ["Bridge"]),
+        fuzzTarget("txt", ["Discovery", "Bridge"]),
 
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
