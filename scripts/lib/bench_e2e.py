@@ -326,14 +326,21 @@ def await_response(w: Watcher, responses: dict, key: Any, timeout: float = 15) -
     return responses[key]
 
 
+def json_or_none(payload: bytes) -> Any:
+    """The JSON document in an MQTT payload, or None when it is not JSON."""
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
 def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int) -> list[float]:
     dev = sim.devices[0]
     responses: dict[Any, dict] = {}
 
     def on_resp(t: str, p: bytes, ts: int) -> None:
-        try:
-            doc = json.loads(p)
-        except ValueError:
+        doc = json_or_none(p)
+        if doc is None:
             return
         responses[doc.get("id")] = doc
 
@@ -362,9 +369,8 @@ def measure_status(bridge: Bridge, sim: Simulator, samples: int, warmup: int) ->
     seen: dict[str, int] = {}
 
     def on_msg(t: str, p: bytes, ts: int) -> None:
-        try:
-            doc = json.loads(p)
-        except ValueError:
+        doc = json_or_none(p)
+        if doc is None:
             return
         if t.endswith("/response"):
             responses[doc.get("id")] = doc
@@ -409,9 +415,8 @@ def measure_burst(bridge: Bridge, sim: Simulator, total: int, ndev: int, timeout
     responses: dict[str, tuple[str, int]] = {}
 
     def on_resp(t: str, p: bytes, ts: int) -> None:
-        try:
-            doc = json.loads(p)
-        except ValueError:
+        doc = json_or_none(p)
+        if doc is None:
             return
         rid = doc.get("id")
         if isinstance(rid, str) and rid.startswith("b") and rid not in responses:
