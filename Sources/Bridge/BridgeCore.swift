@@ -8,6 +8,8 @@ struct CommandContext: Sendable, Hashable {
     /// The resolved response topic (MQTT 5 Response Topic, else the default).
     var responseTopic: String
     var correlationData: [UInt8]?
+    /// When the command arrived (for the command-latency metric of `BridgeOutput.outcomes`).
+    var receivedAt: Date
 }
 
 /// Why an operation was requested; decides what happens when it completes.
@@ -105,7 +107,7 @@ public struct BridgeCore: Sendable {
         case .mqttMessage(let topic, let payload, let responseTopic, let correlation):
             mqttMessage(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
         case .mqttOverloaded(let topic, let payload, let responseTopic, let correlation):
-            mqttOverloaded(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, &out)
+            mqttOverloaded(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
         case .deviceDiscovered(let d), .deviceUpdated(let d): deviceSeen(d, now: now, &out)
         case .deviceRemoved(let id): deviceRemoved(id, now: now, &out)
         case .castConnected(let id): castConnected(id, now: now, &out)
@@ -130,7 +132,7 @@ public struct BridgeCore: Sendable {
             return
         }
         func context(_ name: String, default defaultTopic: String) -> CommandContext {
-            Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData)
+            Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData, now: now)
         }
         switch parsed {
         case .homeAssistantStatus:
@@ -174,7 +176,7 @@ public struct BridgeCore: Sendable {
 
     /// Answers `busy` to a command or request that arrived while the bridge was overloaded.
     mutating func mqttOverloaded(topic: String, payload: [UInt8], responseTopic: String?, correlationData: [UInt8]?,
-                                 _ out: inout BridgeOutput) {
+                                 now: Date, _ out: inout BridgeOutput) {
         let name: String
         let defaultTopic: String
         switch topics.parse(topic) {
@@ -183,7 +185,7 @@ public struct BridgeCore: Sendable {
         case .bridgeRequest(let request)?: (name, defaultTopic) = (request, topics.bridgeResponse(request))
         case .homeAssistantStatus?, nil: return
         }
-        var ctx = Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData)
+        var ctx = Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData, now: now)
         if case .success(let (_, id)) = parser.bodyAndID(payload) { ctx.id = id }
         busyRejections += 1
         respond(ctx, .failure(BridgeError(.busy, "the bridge is overloaded; the command was not run, try again")), &out)
@@ -192,10 +194,10 @@ public struct BridgeCore: Sendable {
     /// Where a command's one response goes: the MQTT 5 Response Topic (with the Correlation Data)
     /// when it is valid, else `defaultTopic`. The echoed name is capped at 64 bytes.
     static func context(_ name: String, default defaultTopic: String, responseTopic: String?,
-                        correlationData: [UInt8]?) -> CommandContext {
+                        correlationData: [UInt8]?, now: Date) -> CommandContext {
         let valid = validResponseTopic(responseTopic)
         return CommandContext(name: String(name.prefix(64)), id: nil, responseTopic: valid ?? defaultTopic,
-                              correlationData: valid == nil ? nil : correlationData)
+                              correlationData: valid == nil ? nil : correlationData, receivedAt: now)
     }
 
     /// An MQTT 5 Response Topic is used only when it is a valid topic name.

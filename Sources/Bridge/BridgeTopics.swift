@@ -5,6 +5,13 @@ import Foundation
 extension BridgeCore {
     var onlineCount: Int { devices.values.filter(\.online).count }
 
+    /// What the core holds now (metrics gauges).
+    public var gauges: CoreGauges {
+        var waiting = 0
+        for device in devices.values { waiting += device.waiting.count }
+        return CoreGauges(devices: devices.count, online: onlineCount, waiting: waiting, inFlight: pending.count)
+    }
+
     func devicesDocument() -> JSONValue {
         .array(devices.values.sorted { $0.topic < $1.topic }.map { d in
             .object([

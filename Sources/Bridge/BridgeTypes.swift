@@ -186,6 +186,31 @@ extension CastOperationKind {
     }
 }
 
+/// One command or bridge request answered (for metrics): its name, the response's status code
+/// (`ok` or the error code) and when it arrived; the I/O side measures the latency with its clock.
+public struct CommandOutcome: Sendable, Hashable {
+    public var command: String
+    /// `ok`, or the contract's error code (`busy`, `timeout`, ...).
+    public var code: String
+    public var receivedAt: Date
+
+    public init(command: String, code: String, receivedAt: Date) {
+        self.command = command
+        self.code = code
+        self.receivedAt = receivedAt
+    }
+}
+
+/// Counts of what the core holds, read by the I/O side for metrics (cheap: O(devices)).
+public struct CoreGauges: Sendable, Hashable {
+    public var devices: Int
+    public var online: Int
+    /// Commands and bridge steps waiting behind a device's running operation.
+    public var waiting: Int
+    /// Operations handed to the devices and not yet completed.
+    public var inFlight: Int
+}
+
 /// Everything the bridge wants done for one input, in order: publish first, then operations.
 public struct BridgeOutput: Sendable {
     public var publications: [Publication] = []
@@ -201,6 +226,8 @@ public struct BridgeOutput: Sendable {
     public var publishedChanged = false
     /// Devices the bridge removed (excluded or forgotten): the I/O side drops their Cast clients.
     public var forgotten: [DeviceID] = []
+    /// Every response sent for this input (command metrics).
+    public var outcomes: [CommandOutcome] = []
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -219,5 +246,6 @@ public struct BridgeOutput: Sendable {
         sessionsChanged = sessionsChanged || other.sessionsChanged
         publishedChanged = publishedChanged || other.publishedChanged
         forgotten += other.forgotten
+        outcomes += other.outcomes
     }
 }

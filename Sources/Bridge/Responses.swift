@@ -23,6 +23,12 @@ extension BridgeCore {
         let doc = Self.responseDocument(ctx, result)
         out.publish(Publication(topic: ctx.responseTopic, payload: JSONOutput.bytes(doc), retain: false,
                                 correlationData: ctx.correlationData))
+        let code: String
+        switch result {
+        case .success: code = "ok"
+        case .failure(let e): code = e.code.rawValue
+        }
+        out.outcomes.append(CommandOutcome(command: ctx.name, code: code, receivedAt: ctx.receivedAt))
         // `busy` comes in bursts; it is logged once per burst where it is decided.
         if case .failure(let e) = result, e.code != .busy { out.logs.append("\(ctx.name) failed: \(e)") }
     }

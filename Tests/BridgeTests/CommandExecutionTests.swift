@@ -287,3 +287,23 @@ import Testing
         #expect(single(h.publish("cast2mqtt/living_room_tv/command/skip_ad", ""))?.kind == .media(.skipAd(mediaSessionId: 1)))
     }
 }
+
+/// Every response is also reported as an outcome (name, code, arrival time) for the metrics.
+@Suite struct CommandOutcomeTests {
+    @Test func everyResponseHasOneOutcome() throws {
+        var h = Harness()
+        h.online()
+        h.now = t0.addingTimeInterval(5)
+        let start = h.publish("cast2mqtt/living_room_tv/command/volume", "40")
+        #expect(start.outcomes.isEmpty, "nothing is answered before the device confirms")
+        let op = try #require(start.operations.first)
+        h.now = t0.addingTimeInterval(6)
+        let done = h.complete(op, .receiverStatus(receiver(level: 0.4)))
+        #expect(done.outcomes == [CommandOutcome(command: "volume", code: "ok", receivedAt: t0.addingTimeInterval(5))])
+        let bad = h.publish("cast2mqtt/nope/command/play", "")
+        #expect(bad.outcomes.map(\.code) == ["unknown_device"])
+        let request = h.publish("cast2mqtt/bridge/request/devices", "")
+        #expect(request.outcomes.map(\.command) == ["devices"])
+        #expect(h.core.gauges == CoreGauges(devices: 1, online: 1, waiting: 0, inFlight: 0))
+    }
+}
