@@ -11,15 +11,16 @@ import Foundation
 /// 40 % media status with a new position, 10 % play/pause change, 20 % receiver volume change,
 /// 15 % `command/volume` messages from MQTT and their 15 % operation completions.
 /// Then a reconnect storm: `storm` devices lose their connection and come back (as after a
-/// Wi-Fi outage): castDisconnected for each, then castConnected and the first receiver status.
+/// Wi-Fi outage): a disconnect for each, then the first receiver status of the new connection.
+/// Device events are what the Cast client hands the core: snapshots from each device's
+/// `CastSessionMachine` (built outside the timed region; only `handle` is timed).
 enum BridgeCoreBench {
     enum Kind: String, CaseIterable {
-        case discovered = "deviceDiscovered", connected = "castConnected", firstReceiver = "receiverStatus (first)",
+        case discovered = "deviceDiscovered", firstReceiver = "receiverStatus (first)",
              firstMedia = "mediaStatus (first)", mediaPosition = "mediaStatus (position)",
              mediaState = "mediaStatus (play/pause)", receiverVolume = "receiverStatus (volume)",
              command = "mqtt command/volume", completion = "operationCompleted", tick = "tick",
-             stormDisconnected = "castDisconnected (storm)", stormReconnected = "castConnected (storm)",
-             stormReceiver = "receiverStatus (back online)"
+             stormDisconnected = "disconnected (storm)", stormReceiver = "receiverStatus (back online)"
     }
 
     struct Stats {
@@ -77,6 +78,11 @@ enum BridgeCoreBench {
             stats[kind, default: Stats()].operations += out.operations.count
             return out
         }
+        var sessions = [CastSessionMachine](repeating: CastSessionMachine(), count: n)
+        /// A client event of device `d` through its session machine, then its snapshot to the core.
+        func event(_ kind: Kind, _ d: Int, _ body: (inout CastSessionMachine) -> [CastSessionMachine.Action]) {
+            for case .publish(let snapshot) in body(&sessions[d]) { _ = feed(kind, .device(deviceID(d), snapshot)) }
+        }
 
         // Setup.
         _ = core.handle(.mqttConnected, now: now)
@@ -94,9 +100,9 @@ enum BridgeCoreBench {
                 throw BenchError("deviceDiscovered published no availability topic")
             }
             topicNames.append(topic.split(separator: "/").dropFirst().first.map(String.init) ?? "")
-            _ = feed(.connected, .castConnected(deviceID(i)))
-            _ = feed(.firstReceiver, .receiverStatus(deviceID(i), receiver(level: 0.5)))
-            _ = feed(.firstMedia, .mediaStatus(deviceID(i), [media(device: i, time: 1, state: "PLAYING")]))
+            _ = sessions[i].connectionAnswered()
+            event(.firstReceiver, i) { $0.receiverStatus(receiver(level: 0.5), now: now) }
+            event(.firstMedia, i) { $0.mediaStatus(media(device: i, time: 1, state: "PLAYING"), now: now) }
         }
         let setupNanos = Measure.nanos() - setupStart
 
@@ -115,16 +121,18 @@ enum BridgeCoreBench {
                 _ = feed(.tick, .tick)
             }
             let d = Int(rng.next() % UInt64(n))
-            let id = deviceID(d)
             switch done % 20 {
             case 0..<8:
                 positions[d] += 5
-                _ = feed(.mediaPosition, .mediaStatus(id, [media(device: d, time: positions[d], state: paused[d] ? "PAUSED" : "PLAYING")]))
+                let status = media(device: d, time: positions[d], state: paused[d] ? "PAUSED" : "PLAYING")
+                event(.mediaPosition, d) { $0.mediaStatus(status, now: now) }
             case 8..<10:
                 paused[d].toggle()
-                _ = feed(.mediaState, .mediaStatus(id, [media(device: d, time: positions[d], state: paused[d] ? "PAUSED" : "PLAYING")]))
+                let status = media(device: d, time: positions[d], state: paused[d] ? "PAUSED" : "PLAYING")
+                event(.mediaState, d) { $0.mediaStatus(status, now: now) }
             case 10..<14:
-                _ = feed(.receiverVolume, .receiverStatus(id, receiver(level: Double(rng.next() % 101) / 100)))
+                let status = receiver(level: Double(rng.next() % 101) / 100)
+                event(.receiverVolume, d) { $0.receiverStatus(status, now: now) }
             case 14, 16, 18:
                 let percent = Int(rng.next() % 101)
                 let out = feed(.command, .mqttMessage(topic: "cast2mqtt/\(topicNames[d])/command/volume",
@@ -133,10 +141,10 @@ enum BridgeCoreBench {
             default:
                 if let p = pendingCommands.popLast() {
                     // As the daemon sees it: the answering status first, then the completion.
-                    _ = feed(.receiverVolume, .receiverStatus(deviceID(p.1), receiver(level: p.level)))
-                    _ = feed(.completion, .operationCompleted(p.token, .success(.done)))
+                    event(.receiverVolume, p.device) { $0.receiverStatus(receiver(level: p.level), now: now) }
+                    _ = feed(.completion, .operationCompleted(deviceID(p.device), p.token, .success(.done)))
                 } else {
-                    _ = feed(.receiverVolume, .receiverStatus(id, receiver(level: 0.3)))
+                    event(.receiverVolume, d) { $0.receiverStatus(receiver(level: 0.3), now: now) }
                 }
             }
             done += 1
@@ -147,12 +155,12 @@ enum BridgeCoreBench {
         let stormDevices = Array(0..<min(storm, n))
         for d in stormDevices {
             now = now.addingTimeInterval(0.001)
-            _ = feed(.stormDisconnected, .castDisconnected(deviceID(d), reason: "no answer for 15 s"))
+            event(.stormDisconnected, d) { $0.disconnected(.heartbeatTimeout, silentSince: now.addingTimeInterval(-15)) }
         }
         for d in stormDevices {
             now = now.addingTimeInterval(0.001)
-            _ = feed(.stormReconnected, .castConnected(deviceID(d)))
-            _ = feed(.stormReceiver, .receiverStatus(deviceID(d), receiver(level: 0.5)))
+            _ = sessions[d].connectionAnswered()
+            event(.stormReceiver, d) { $0.receiverStatus(receiver(level: 0.5), now: now) }
         }
         guard (stats[.command]?.operations ?? 0) > 0 else {
             throw BenchError("command/volume produced no Cast operation: the topic names are wrong")

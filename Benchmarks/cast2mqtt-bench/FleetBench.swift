@@ -130,12 +130,10 @@ enum FleetBench {
             for (i, client) in clients.enumerated() {
                 let events = client.events
                 readers.append(Task {
-                    for await event in events {
-                        switch event {
-                        case .connected: tracker.connected(i)
-                        case .disconnected: tracker.disconnected()
-                        default: break
-                        }
+                    var online = false
+                    for await case .snapshot(let snapshot) in events where snapshot.isOnline != online {
+                        online = snapshot.isOnline
+                        if online { tracker.connected(i) } else { tracker.disconnected() }
                     }
                 })
             }
@@ -170,7 +168,7 @@ enum FleetBench {
             for i in 0..<o.requests where Measure.nanos() < rttDeadline {
                 let start = Measure.nanos()
                 do {
-                    try await clientList[(i * 7919) % clientList.count].getReceiverStatus()
+                    _ = try await clientList[(i * 7919) % clientList.count].requests.getReceiverStatus().get()
                     sequential.add(Measure.nanos() - start)
                 } catch { failures += 1 }
             }
@@ -194,7 +192,7 @@ enum FleetBench {
                         for j in 0..<perWorker where Measure.nanos() < rttDeadline + 30_000_000_000 {
                             let start = Measure.nanos()
                             do {
-                                try await clientList[(w + j * workers) % clientList.count].getReceiverStatus()
+                                _ = try await clientList[(w + j * workers) % clientList.count].requests.getReceiverStatus().get()
                                 times.append(Measure.nanos() - start)
                             } catch { failed += 1 }
                         }

@@ -20,7 +20,11 @@ func fuzzCommand(_ input: UnsafeRawBufferPointer) {
     if input.first == UInt8(ascii: "{"), let nul = input.firstIndex(of: 0) {
         let status = String(decoding: input[..<nul], as: UTF8.self)
         if case .status(_, let list)? = try? MediaResponse.parse(.string(status)) {
-            _ = core.handle(.mediaStatus(tvID, list), now: t0)
+            // Through the session machine, as the client merges it.
+            var session = tvSession
+            for case .publish(let snapshot) in session.mediaStatus(list.first, now: t0) {
+                _ = core.handle(.device(tvID, snapshot), now: t0)
+            }
         }
         message = UnsafeRawBufferPointer(rebasing: input[(nul + 1)...])
     }
@@ -30,11 +34,10 @@ func fuzzCommand(_ input: UnsafeRawBufferPointer) {
     for _ in 0..<4 where !out.operations.isEmpty {
         var next = BridgeOutput()
         for op in out.operations {
-            next.operations += core.handle(.operationCompleted(op.token, .success(answer(op.kind))), now: t0).operations
+            next.operations += core.handle(.operationCompleted(op.deviceID, op.token, .success(answer(op.kind))), now: t0).operations
         }
-        // The device's status after it acted, as the client reports it.
-        next.operations += core.handle(.receiverStatus(tvID, tvStatus), now: t0).operations
-        next.operations += core.handle(.mediaStatus(tvID, [playing]), now: t0).operations
+        // The device's state after it acted, as the client reports it.
+        next.operations += core.handle(.device(tvID, snapshot(tvStatus, media: playing)), now: t0).operations
         out = next
     }
     _ = core.handle(.tick, now: t0.addingTimeInterval(60))
@@ -54,6 +57,20 @@ private let playing = MediaStatus(
     media: MediaInformation(contentId: "http://192.0.2.5/song.mp3", streamType: "BUFFERED", contentType: "audio/mpeg",
                             metadata: MediaMetadata(metadataType: 3, title: "Song", artist: "Artist"), duration: 212.5),
     playerState: "PLAYING", currentTime: 31.2, playbackRate: 1, supportedMediaCommands: 274447)
+
+/// An online device's snapshot (the first connection).
+private func snapshot(_ status: ReceiverStatus, media: MediaStatus?) -> DeviceSnapshot {
+    DeviceSnapshot(generation: 1, link: .online, receiver: status, media: media, positionAt: media == nil ? nil : t0)
+}
+
+/// The TV's session machine: online, the Default Media Receiver joined and playing.
+private let tvSession: CastSessionMachine = {
+    var session = CastSessionMachine()
+    _ = session.connectionAnswered()
+    _ = session.receiverStatus(tvStatus, now: t0)
+    _ = session.mediaStatus(playing, now: t0)
+    return session
+}()
 
 /// What a device would plausibly answer to each kind of operation (statuses arrive as events).
 private func answer(_ kind: CastOperationKind) -> OperationResult {
@@ -78,9 +95,7 @@ private let onlineCore: BridgeCore = {
     _ = core.handle(.mqttConnected, now: t0)
     for (descriptor, status) in devices {
         _ = core.handle(.deviceDiscovered(descriptor), now: t0)
-        _ = core.handle(.castConnected(descriptor.id), now: t0)
-        _ = core.handle(.receiverStatus(descriptor.id, status), now: t0)
-        if status.activeApp != nil { _ = core.handle(.mediaStatus(descriptor.id, [playing]), now: t0) }
+        _ = core.handle(.device(descriptor.id, snapshot(status, media: status.activeApp == nil ? nil : playing)), now: t0)
     }
     // Past the startup hold: commands run at once.
     _ = core.handle(.tick, now: t0.addingTimeInterval(30))

@@ -1,4 +1,5 @@
 import CastProtocol
+import Foundation
 
 /// Input: up to 16 messages from a device, separated by NUL bytes. In each, the first byte picks
 /// the envelope and the rest is the payload:
@@ -12,16 +13,31 @@ import CastProtocol
 /// Every payload goes through every namespace parser directly (and the header scanner is compared
 /// with JSONDecoder on it), and then, as a message, through
 /// the connection state machine (opened and answered, with requests pending on the receiver,
-/// media and app namespaces) and `CastInbound.classify`, the client's dispatch, with the
-/// client's follow-ups: joining the active app, merging media status over the previous one.
+/// media and app namespaces), `CastInbound.classify` (the client's dispatch) and the session
+/// machine the client runs (joining the active app, merging media status, multizone members),
+/// whose session actions are carried out on the connection machine as the client does.
 func fuzzPayload(_ input: UnsafeRawBufferPointer) {
     var machine = Machine(configuration: CastConnectionConfiguration())
+    var session = CastSessionMachine(isGroup: true)
     let now = ContinuousClock.Instant.now
+    let date = Date(timeIntervalSince1970: 1_800_000_000)
     _ = machine.start()
     _ = machine.channelActive(now: now)
-    var joinedTransport: String? = "transport-1"
-    var mediaStatus: MediaStatus?
+    _ = session.connectionAnswered()
+    _ = session.receiverStatus(ReceiverStatus(applications: [ReceiverApplication(
+        appId: CastAppID.defaultMediaReceiver, namespaces: [CastNamespace.media], sessionId: "s", transportId: "transport-1")]),
+        now: date)
     _ = machine.connectEndpoint("transport-1")
+    func run(_ actions: [CastSessionMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .join(let transport, _): _ = machine.connectEndpoint(transport)
+            case .leave(let transport): _ = machine.closeEndpoint(transport)
+            case .forget(let transport): machine.forgetEndpoint(transport)
+            case .askReceiverStatus, .askMultizoneStatus, .publish: break
+            }
+        }
+    }
 
     for record in input.split(separator: 0, maxSplits: 15, omittingEmptySubsequences: true) {
         guard let selector = record.first else { continue }
@@ -34,6 +50,7 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
         }
         parseEverywhere(payload)
 
+        let joinedTransport = session.joinedApp?.transportId
         let source = selector & 0x10 != 0 ? (joinedTransport ?? "transport-1") : CastEndpoint.receiver
         let destination = selector & 0x20 != 0 ? CastEndpoint.broadcast : "sender-0"
         let message = CastMessage(sourceID: source, destinationID: destination,
@@ -53,31 +70,16 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
         for action in machine.messageReceived(message, now: now) {
             switch action {
             case .emit(.message(let delivered)):
-                switch CastInbound.classify(delivered, joinedTransport: joinedTransport) {
-                case .receiverStatus(let status)?:
-                    // What DeviceConnection.update does with it: join the active app.
-                    let app = status.activeApp
-                    if let old = joinedTransport, old != app?.transportId {
-                        _ = machine.closeEndpoint(old)
-                        machine.forgetEndpoint(old)
-                        joinedTransport = nil
-                        mediaStatus = nil
-                    }
-                    if let transport = app?.transportId, joinedTransport == nil {
-                        joinedTransport = transport
-                        _ = machine.connectEndpoint(transport)
-                    }
-                case .mediaStatus(let status)?:
-                    mediaStatus = status.map { $0.merged(over: mediaStatus) }
-                case .multizone, .appMessage, nil:
-                    break
+                switch CastInbound.classify(delivered, joinedTransport: session.joinedApp?.transportId) {
+                case .receiverStatus(let status)?: run(session.receiverStatus(status, now: date))
+                case .mediaStatus(let status)?: run(session.mediaStatus(status, now: date))
+                case .multizone(let message)?: run(session.multizone(message))
+                case .appMessage, nil: break
                 }
             case .emit(.virtualConnectionClosed(let endpoint)):
-                if endpoint == joinedTransport {
-                    machine.forgetEndpoint(endpoint)
-                    joinedTransport = nil
-                    mediaStatus = nil
-                }
+                run(session.transportClosed(endpoint))
+            case .emit(.disconnected(let reason)):
+                run(session.disconnected(reason, silentSince: date))
             case .close:
                 open = false
             default:

@@ -1,6 +1,5 @@
 import CastProtocol
 import NIOCore
-import NIOSSL
 import NIOTLS
 
 /// Last handler of a device channel: hands decoded messages, TLS readiness, errors and closure
@@ -22,10 +21,7 @@ final class CastChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls {
-            let fingerprint = (try? context.pipeline.syncOperations.nioSSL_peerCertificate())
-                .flatMap { $0 }
-                .flatMap { try? CertificateFingerprint.sha256($0.toDERBytes()) }
-            connection.tlsReady(channel: context.channel, fingerprint: fingerprint, generation: generation)
+            connection.tlsReady(channel: context.channel, generation: generation)
         }
         context.fireUserInboundEventTriggered(event)
     }

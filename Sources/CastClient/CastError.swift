@@ -60,6 +60,7 @@ public struct CastError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notConnected: self.init(.notConnected, failure.description)
         case .connectionLost: self.init(.connectionLost, failure.description)
         case .shuttingDown: self.init(.shuttingDown, failure.description)
+        case .payloadTooLarge: self.init(.payloadTooLarge, failure.description)
         }
     }
 

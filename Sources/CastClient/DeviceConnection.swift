@@ -1,4 +1,5 @@
 import CastProtocol
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -17,56 +18,53 @@ public struct CastDeviceAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
-/// The connection to one device across reconnects. It is not `Sendable`: it lives on `eventLoop`
-/// (the channel is bootstrapped on the same loop), `CastDeviceClient` holds it in a
-/// `NIOLoopBoundBox` (every access checks the loop, in release builds too), and its own
-/// callbacks are scheduled through `eventLoop.assumeIsolated()`, which the compiler checks.
+/// The connection to one device across reconnects: it runs two pure machines, the connection
+/// (`CastConnectionStateMachine`: connect, heartbeat, requests, backoff) and the session
+/// (`CastSessionMachine`: receiver, joined app, media, multizone), and is the only place that
+/// does I/O for the device. It is not `Sendable`: it lives on `eventLoop` (the channel is
+/// bootstrapped on the same loop), `CastDeviceClient` holds it in a `NIOLoopBoundBox` (every
+/// access checks the loop, in release builds too), and its own callbacks are scheduled through
+/// `eventLoop.assumeIsolated()`, which the compiler checks.
 final class DeviceConnection {
     typealias Machine = CastConnectionStateMachine<ContinuousClock.Instant>
 
     let eventLoop: any EventLoop
-    private let logger: Logger
+    let logger: Logger
     private let sslContext: NIOSSLContext
     /// Where events go, called on the loop in the order they happen (before the request they
     /// answer completes).
     private let emit: @Sendable (CastClientEvent) -> Void
     private let finishEvents: @Sendable () -> Void
-    private let clock = ContinuousClock()
+    let clock = ContinuousClock()
 
     private(set) var address: CastDeviceAddress
-    private var machine: Machine
+    var machine: Machine
+    var session: CastSessionMachine
     private var channel: (any Channel)?
     /// The channel of a connect whose TLS handshake has not finished yet.
     private var pendingChannel: (any Channel)?
-    /// App transports that closed on us: not joined again until the device shows another session
-    /// (a device that refuses our CONNECT answers it with CLOSE, which must not become a loop).
-    private var closedTransports: Set<String> = []
     private var generation = 0
     private var closeReason: CastDisconnectReason?
     private var reconnectImmediately = false
     private var timer: Scheduled<Void>?
     private var reconnectTimer: Scheduled<Void>?
     private var promises: [Int: EventLoopPromise<CastMessage>] = [:]
-    private var replyWaiters: [(id: Int, namespace: String, promise: EventLoopPromise<CastPayload>)] = []
-    private var appWaiters: [(id: Int, appId: String, promise: EventLoopPromise<ReceiverApplication>)] = []
-    private var nextWaiterID = 0
+    var replyWaiters: [(id: Int, namespace: String, promise: EventLoopPromise<CastPayload>)] = []
+    var appWaiters: [(id: Int, appId: String, promise: EventLoopPromise<ReceiverApplication>)] = []
+    var nextWaiterID = 0
     /// Failed connects since the device last answered: the first is logged at info, the rest at
     /// debug (one line per event that matters, not one per retry).
     private var failedConnects = 0
-
-    private(set) var fingerprint: String?
-    private(set) var receiverStatus: ReceiverStatus?
-    private(set) var joinedApp: ReceiverApplication?
-    private(set) var mediaStatus: MediaStatus?
     /// The receiver status read from the message being handled, so that the request it answers
     /// completes without parsing it a second time; only while that message's actions run.
-    private(set) var parsedReceiverReply: (payload: CastPayload, status: ReceiverStatus)?
+    var parsedReceiverReply: (payload: CastPayload, status: ReceiverStatus)?
 
-    init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, eventLoop: any EventLoop,
+    init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, isGroup: Bool, eventLoop: any EventLoop,
          sslContext: NIOSSLContext, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
          finishEvents: @escaping @Sendable () -> Void) {
         self.address = address
         self.machine = Machine(configuration: configuration)
+        self.session = CastSessionMachine(isGroup: isGroup)
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.logger = logger
@@ -104,6 +102,8 @@ final class DeviceConnection {
             logger.info("device moved, reconnecting", metadata: ["cast.address": "\(newAddress)"])
             reconnectImmediately = true
             run(machine.dropConnection(.networkError("device moved to \(newAddress)")))
+        } else if machine.isClosing {
+            reconnectImmediately = true
         } else {
             reconnectTimer?.cancel()
             run(machine.reconnectNow())
@@ -141,53 +141,12 @@ final class DeviceConnection {
         }
     }
 
-    /// Completes with the next message from the app on `namespace`, or fails after `timeout`.
-    func nextAppMessage(namespace: String, timeout: Duration) -> EventLoopFuture<CastPayload> {
-        eventLoop.assertInEventLoop()
-        let promise = eventLoop.makePromise(of: CastPayload.self)
-        nextWaiterID += 1
-        let id = nextWaiterID
-        replyWaiters.append((id, namespace, promise))
-        eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in
-            if let index = replyWaiters.firstIndex(where: { $0.id == id }) {
-                replyWaiters.remove(at: index).promise.fail(CastError(.timeout, "the app sent no reply on \(namespace) in time"))
-            }
-        }
-        return promise.futureResult
-    }
-
-    /// Completes when `appId` is running and joined; fails when the launch fails.
-    func waitForApp(_ appId: String, launch: EventLoopFuture<CastMessage>) -> EventLoopFuture<ReceiverApplication> {
-        eventLoop.assertInEventLoop()
-        if let app = joinedApp, app.appId == appId { return eventLoop.makeSucceededFuture(app) }
-        let promise = eventLoop.makePromise(of: ReceiverApplication.self)
-        nextWaiterID += 1
-        let id = nextWaiterID
-        appWaiters.append((id, appId, promise))
-        launch.assumeIsolated().whenComplete { [self] result in
-            guard let index = appWaiters.firstIndex(where: { $0.id == id }) else { return }
-            switch result {
-            case .failure(let error):
-                appWaiters.remove(at: index).promise.fail(error)
-            case .success:
-                if let app = joinedApp, app.appId == appId {
-                    appWaiters.remove(at: index).promise.succeed(app)
-                } else {
-                    appWaiters.remove(at: index).promise.fail(
-                        CastError(.launchError, "the device answered the launch but \(appId) is not running"))
-                }
-            }
-        }
-        return promise.futureResult
-    }
-
     // MARK: - Channel callbacks (from CastChannelHandler, on the loop)
 
-    func tlsReady(channel: any Channel, fingerprint: String?, generation: Int) {
+    func tlsReady(channel: any Channel, generation: Int) {
         guard generation == self.generation else { return }
         self.channel = channel
         self.pendingChannel = nil
-        self.fingerprint = fingerprint
         run(machine.channelActive(now: clock.now))
     }
 
@@ -226,7 +185,7 @@ final class DeviceConnection {
 
     // MARK: - Actions
 
-    private func run(_ actions: [Machine.Action]) {
+    func run(_ actions: [Machine.Action]) {
         for action in actions {
             switch action {
             case .connect:
@@ -324,120 +283,27 @@ final class DeviceConnection {
             }
     }
 
-    // MARK: - Events
+    // MARK: - Events of the connection
 
     private func handle(_ event: CastConnectionEvent) {
         switch event {
         case .connected:
             failedConnects = 0
             logger.info("connected", metadata: ["cast.address": "\(address)"])
-            emit(.connected(fingerprint: fingerprint))
+            run(session.connectionAnswered())
         case .disconnected(let reason):
             logger.info("disconnected", metadata: ["cast.reason": "\(reason)"])
-            receiverStatus = nil
-            joinedApp = nil
-            mediaStatus = nil
-            closedTransports.removeAll()
             failWaiters(CastError(.connectionLost, "the connection to the device was lost"))
-            emit(.disconnected(reason))
+            // When the device last sent anything: a dead link is found only after the heartbeat
+            // timeout, and the downtime a user sees starts at the silence, not at its discovery.
+            let silentSince = machine.lastHeard.map { Date().addingTimeInterval(-$0.duration(to: clock.now).seconds) }
+            run(session.disconnected(reason, silentSince: silentSince))
         case .virtualConnectionClosed(let endpoint):
-            guard let app = joinedApp, app.transportId == endpoint else { return }
-            closedTransports.insert(endpoint)
-            endSession(app)
-            // The app is gone; ask the platform what runs now.
-            _ = request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
-                .string(ReceiverRequest.getStatus.json(requestId: $0))
-            }
+            run(session.transportClosed(endpoint))
         case .message(let message):
             dispatch(message)
         }
     }
 
-    private func dispatch(_ message: CastMessage) {
-        switch CastInbound.classify(message, joinedTransport: joinedApp?.transportId) {
-        case .receiverStatus(let status)?:
-            parsedReceiverReply = (message.payload, status)
-            update(status)
-        case .mediaStatus(let status)?:
-            updateMedia(status)
-        case .multizone(let parsed)?:
-            emit(.multizone(parsed))
-        case .appMessage(let namespace, let sourceID, let payload)?:
-            if let index = replyWaiters.firstIndex(where: { $0.namespace == namespace }) {
-                replyWaiters.remove(at: index).promise.succeed(payload)
-            }
-            emit(.appMessage(namespace: namespace, sourceID: sourceID, payload: payload))
-        case nil:
-            return
-        }
-    }
-
-    private func update(_ status: ReceiverStatus) {
-        if status != receiverStatus {
-            receiverStatus = status
-            emit(.receiverStatus(status))
-        }
-        let app = status.activeApp
-        if let old = joinedApp, old.sessionId != app?.sessionId || old.transportId != app?.transportId {
-            run(machine.closeEndpoint(old.transportId ?? ""))
-            endSession(old)
-        }
-        guard let app, let transport = app.transportId else {
-            closedTransports.removeAll()
-            return
-        }
-        if closedTransports.contains(transport) { return }
-        closedTransports.removeAll()
-        if joinedApp == nil {
-            joinedApp = app
-            logger.info("joined app session", metadata: ["cast.app": "\(app.appId)", "cast.session": "\(app.sessionId ?? "")"])
-            run(machine.connectEndpoint(transport))
-            emit(.appSessionStarted(app))
-            if app.namespaces.contains(CastNamespace.media) {
-                _ = request(namespace: CastNamespace.media, destination: transport) {
-                    .string(MediaRequest.getStatus(mediaSessionId: nil).json(requestId: $0))
-                }
-            }
-        } else {
-            joinedApp = app
-        }
-        for waiter in appWaiters where waiter.appId == app.appId {
-            waiter.promise.succeed(app)
-        }
-        appWaiters.removeAll { $0.appId == app.appId }
-    }
-
-    private func updateMedia(_ status: MediaStatus?) {
-        guard let status else {
-            if mediaStatus != nil {
-                mediaStatus = nil
-                emit(.mediaStatus([]))
-            }
-            return
-        }
-        let merged = status.merged(over: mediaStatus)
-        guard merged != mediaStatus else { return }
-        mediaStatus = merged
-        emit(.mediaStatus([merged]))
-    }
-
-    private func endSession(_ app: ReceiverApplication) {
-        if let transport = app.transportId { machine.forgetEndpoint(transport) }
-        joinedApp = nil
-        logger.info("app session ended", metadata: ["cast.app": "\(app.appId)"])
-        emit(.appSessionEnded(app))
-        if mediaStatus != nil {
-            mediaStatus = nil
-            emit(.mediaStatus([]))
-        }
-    }
-
-    private func failWaiters(_ error: CastError) {
-        let replies = replyWaiters
-        replyWaiters.removeAll()
-        for waiter in replies { waiter.promise.fail(error) }
-        let apps = appWaiters
-        appWaiters.removeAll()
-        for waiter in apps { waiter.promise.fail(error) }
-    }
+    func emitEvent(_ event: CastClientEvent) { emit(event) }
 }

@@ -13,6 +13,10 @@
 ///   When the status is not answered within `requestTimeout`, the machine repairs the
 ///   connection once (CONNECT + GET_STATUS again) and, when that is not answered either, drops
 ///   it and reconnects with backoff.
+/// - `closing(attempt, lastReceived)`: the machine gave up on the open channel (heartbeat
+///   timeout, unresponsive platform, CLOSE from the platform, a move) and asked for it to be
+///   closed; the disconnect is already reported and pending requests already failed, so a slow
+///   TLS close (NIOSSL waits for the peer's close_notify) delays nothing. `channelClosed` ends it.
 /// - `waiting(attempt, until)`: backing off before the next connect.
 /// - `shutDown`: final.
 ///
@@ -58,6 +62,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         case idle
         case connecting(attempt: Int)
         case open(Session, attempt: Int)
+        case closing(attempt: Int, lastReceived: Instant)
         case waiting(attempt: Int, until: Instant)
         case shutDown
     }
@@ -86,6 +91,21 @@ where Instant.Duration == Duration, Instant: Sendable {
         return false
     }
 
+    /// True from the decision to close the channel until it is closed.
+    public var isClosing: Bool {
+        if case .closing = state { return true }
+        return false
+    }
+
+    /// When the device last sent anything on the current (or closing) connection.
+    public var lastHeard: Instant? {
+        switch state {
+        case .open(let session, _): return session.lastReceived
+        case .closing(_, let lastReceived): return lastReceived
+        default: return nil
+        }
+    }
+
     public var isShutDown: Bool {
         if case .shutDown = state { return true }
         return false
@@ -111,6 +131,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         case .idle: return "idle"
         case .connecting: return "connecting"
         case .open(let s, _): return s.answered ? "connected" : "open"
+        case .closing: return "closing"
         case .waiting: return "waiting"
         case .shutDown: return "shutDown"
         }
@@ -177,8 +198,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         case CastNamespace.connection:
             if case .close = ConnectionMessage.parse(message.payload) {
                 if message.sourceID == CastEndpoint.receiver {
-                    state = .open(session, attempt: attempt)
-                    return actions + channelClosingActions(.closedByDevice)
+                    return actions + beginClosing(session, attempt: attempt, .closedByDevice)
                 }
                 session.endpoints.remove(message.sourceID)
                 actions.append(.emit(.virtualConnectionClosed(endpoint: message.sourceID)))
@@ -208,7 +228,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         switch state {
         case .open(var session, let attempt):
             if now >= session.lastReceived.advanced(by: configuration.heartbeatTimeout) {
-                return channelClosingActions(.heartbeatTimeout)
+                return beginClosing(session, attempt: attempt, .heartbeatTimeout)
             }
             var actions: [Action] = []
             if now >= heartbeatTurn(session) {
@@ -228,8 +248,7 @@ where Instant.Duration == Duration, Instant: Sendable {
                     // The platform status went unanswered: repair once, then give up on this
                     // connection (the reconnect backs off like any failed attempt).
                     guard session.repairs < Self.maxRepairs else {
-                        state = .open(session, attempt: attempt)
-                        return actions + channelClosingActions(.unresponsive)
+                        return actions + beginClosing(session, attempt: attempt, .unresponsive)
                     }
                     session.repairs += 1
                     let status = platformStatusRequest(&session, now: now)
@@ -257,20 +276,18 @@ where Instant.Duration == Duration, Instant: Sendable {
 
     /// Close the current channel deliberately (e.g. the device moved); it reconnects with backoff.
     public mutating func dropConnection(_ reason: CastDisconnectReason) -> [Action] {
-        guard case .open = state else { return [] }
-        return channelClosingActions(reason)
+        guard case .open(let session, let attempt) = state else { return [] }
+        return beginClosing(session, attempt: attempt, reason)
     }
 
     /// The channel closed (after `close`, or by the peer, or on error). Fails pending requests,
-    /// reports the disconnect, schedules the reconnect.
+    /// reports the disconnect (unless `closing` already did), schedules the reconnect.
     public mutating func channelClosed(_ reason: CastDisconnectReason, now: Instant, jitter: Double) -> [Action] {
         switch state {
         case .open(let session, let attempt):
-            var actions: [Action] = []
-            let ids = session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
-            if !ids.isEmpty { actions.append(.failRequests(ids: ids, failure: .connectionLost)) }
-            if session.answered { actions.append(.emit(.disconnected(reason))) }
-            return actions + backOff(attempt: attempt + 1, now: now, jitter: jitter)
+            return endingActions(session, reason) + backOff(attempt: attempt + 1, now: now, jitter: jitter)
+        case .closing(let attempt, _):
+            return backOff(attempt: attempt + 1, now: now, jitter: jitter)
         case .connecting(let attempt):
             return backOff(attempt: attempt + 1, now: now, jitter: jitter)
         default:
@@ -279,7 +296,8 @@ where Instant.Duration == Duration, Instant: Sendable {
     }
 
     /// Allocates a request id and builds the actions to send a request that expects an answer.
-    /// Throws `notConnected` unless the device has answered on the current connection.
+    /// Throws `notConnected` unless the device has answered on the current connection, and
+    /// `payloadTooLarge` for a message over the 64 KiB frame limit (nothing is sent then).
     /// Opens the virtual connection to `destination` first when needed.
     public mutating func sendRequest(
         namespace: String, destination: String, timeout: Duration? = nil, now: Instant,
@@ -290,13 +308,15 @@ where Instant.Duration == Duration, Instant: Sendable {
             throw .notConnected
         }
         let id = allocateRequestID()
+        let request = CastMessage(sourceID: configuration.senderID, destinationID: destination,
+                                  namespace: namespace, payload: payload(id))
+        guard CastFraming.fits(request) else { throw .payloadTooLarge(bytes: CastFraming.encodedSize(request)) }
         var messages: [CastMessage] = []
         if !session.endpoints.contains(destination) {
             session.endpoints.insert(destination)
             messages.append(connectMessage(to: destination))
         }
-        messages.append(CastMessage(sourceID: configuration.senderID, destinationID: destination,
-                                    namespace: namespace, payload: payload(id)))
+        messages.append(request)
         session.pending[id] = Pending(deadline: now.advanced(by: timeout ?? configuration.requestTimeout),
                                       namespace: namespace, endpoint: destination)
         state = .open(session, attempt: attempt)
@@ -310,13 +330,15 @@ where Instant.Duration == Duration, Instant: Sendable {
             if case .shutDown = state { throw .shuttingDown }
             throw .notConnected
         }
+        let message = CastMessage(sourceID: configuration.senderID, destinationID: destination,
+                                  namespace: namespace, payload: payload)
+        guard CastFraming.fits(message) else { throw .payloadTooLarge(bytes: CastFraming.encodedSize(message)) }
         var messages: [CastMessage] = []
         if !session.endpoints.contains(destination) {
             session.endpoints.insert(destination)
             messages.append(connectMessage(to: destination))
         }
-        messages.append(CastMessage(sourceID: configuration.senderID, destinationID: destination,
-                                    namespace: namespace, payload: payload))
+        messages.append(message)
         state = .open(session, attempt: attempt)
         return [.write(messages)]
     }
@@ -368,7 +390,7 @@ where Instant.Duration == Duration, Instant: Sendable {
             actions.append(.close(.shutdown))
             if session.answered { actions.append(.emit(.disconnected(.shutdown))) }
             return actions
-        case .connecting:
+        case .connecting, .closing:
             return [.close(.shutdown)]
         default:
             return []
@@ -390,56 +412,19 @@ where Instant.Duration == Duration, Instant: Sendable {
         return [.scheduleReconnect(at: until, delay: delay)]
     }
 
-    /// Actions that end the open channel for `reason`: `close`, after which the owner calls
-    /// `channelClosed` when the channel is really gone.
-    private func channelClosingActions(_ reason: CastDisconnectReason) -> [Action] {
-        [.close(reason)]
+    /// The machine gives up on the open channel for `reason`: `close` it (the owner calls
+    /// `channelClosed` when it is really gone), and report the end now.
+    private mutating func beginClosing(_ session: Session, attempt: Int, _ reason: CastDisconnectReason) -> [Action] {
+        state = .closing(attempt: attempt, lastReceived: session.lastReceived)
+        return [.close(reason)] + endingActions(session, reason)
     }
 
-    /// When we PING next: `heartbeatInterval` after our last PING, like any sender, unless the
-    /// device has PINGed us since then. Such a device proves it is alive with its own PINGs, and
-    /// our PONGs prove us to it, so a PING of ours would only add a round trip (and a wake-up) on
-    /// both ends: we PING it only once it has been quiet for `heartbeatTimeout -
-    /// heartbeatInterval / 2`, which leaves it half an interval to answer before the liveness
-    /// rule (nothing at all for `heartbeatTimeout`: drop) applies, as for any device. The timer
-    /// then wakes about every other PING of the device (10 s by default) instead of every
-    /// interval. The half interval keeps that look off the device's own PING times: a look
-    /// exactly two PINGs after the last one would race the next PING and send a needless PING
-    /// every other time.
-    private func heartbeatTurn(_ session: Session) -> Instant {
-        let regular = session.lastPingSent.advanced(by: configuration.heartbeatInterval)
-        guard let devicePing = session.lastDevicePing, devicePing > session.lastPingSent else { return regular }
-        let quiet = session.lastReceived.advanced(by: configuration.heartbeatTimeout - configuration.heartbeatInterval / 2)
-        return regular < quiet ? quiet : regular
-    }
-
-    private func nextDeadline(_ session: Session) -> Instant {
-        var deadline = heartbeatTurn(session)
-        let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
-        if dead < deadline { deadline = dead }
-        for request in session.pending.values where request.deadline < deadline { deadline = request.deadline }
-        return deadline
-    }
-
-    private func message(to destination: String, namespace: String, json: String) -> CastMessage {
-        CastMessage(sourceID: configuration.senderID, destinationID: destination, namespace: namespace,
-                    payload: .string(json))
-    }
-
-    private func heartbeat(_ kind: HeartbeatMessage) -> CastMessage {
-        message(to: CastEndpoint.receiver, namespace: CastNamespace.heartbeat, json: kind.json())
-    }
-
-    private func connectMessage(to destination: String) -> CastMessage {
-        let info = SenderInfo(version: "cast2mqtt", platform: 6, systemVersion: "Linux")
-        // connType 0 (strong) everywhere: LAUNCH is refused on invisible connections, and we
-        // want app notifications.
-        let connect = ConnectionMessage.connect(userAgent: configuration.userAgent, connType: 0,
-                                                senderInfo: info, protocolVersions: nil)
-        return message(to: destination, namespace: CastNamespace.connection, json: connect.json())
-    }
-
-    private func closeMessage(to destination: String) -> CastMessage {
-        message(to: destination, namespace: CastNamespace.connection, json: ConnectionMessage.close(reasonCode: 5).json())
+    /// Pending requests fail, and an answered connection reports its end.
+    private func endingActions(_ session: Session, _ reason: CastDisconnectReason) -> [Action] {
+        var actions: [Action] = []
+        let ids = session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
+        if !ids.isEmpty { actions.append(.failRequests(ids: ids, failure: .connectionLost)) }
+        if session.answered { actions.append(.emit(.disconnected(reason))) }
+        return actions
     }
 }

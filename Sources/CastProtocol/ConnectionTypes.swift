@@ -68,9 +68,12 @@ public enum CastRequestFailure: Error, Sendable, Hashable, CustomStringConvertib
     case notConnected
     case connectionLost
     case shuttingDown
+    /// The message would be `bytes` long: over the 64 KiB frame limit (nothing was sent).
+    case payloadTooLarge(bytes: Int)
 
     public var description: String {
         switch self {
+        case .payloadTooLarge(let bytes): return "the message would be \(bytes) bytes; Cast messages are limited to 64 KiB"
         case .timeout: return "the device did not answer in time"
         case .notConnected: return "the device is not connected"
         case .connectionLost: return "the connection to the device was lost"

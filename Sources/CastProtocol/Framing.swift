@@ -6,15 +6,43 @@ public enum CastFraming {
     public static let maxBodySize = 65_536
     /// Bytes of the length prefix.
     public static let headerSize = 4
-    /// Room a CastMessage needs besides its payload and namespace: endpoint ids (`sender-0`, a
-    /// transport id), protobuf tags and lengths, the version fields.
-    public static let envelopeReserve = 256
+    /// The exact size of `message` serialized (protobuf): what the 64 KiB rule is about. Computed
+    /// from the field lengths, without serializing.
+    public static func encodedSize(_ message: CastMessage) -> Int {
+        func field(_ length: Int) -> Int { 1 + varintSize(length) + length }
+        let payload: Int
+        switch message.payload {
+        case .string(let text): payload = text.utf8.count
+        case .binary(let bytes): payload = bytes.count
+        }
+        // protocol_version (a tag and its varint) and payload_type (a tag and a one-byte varint).
+        return 1 + varintSize(message.protocolVersion) + 2 + field(message.sourceID.utf8.count) + field(message.destinationID.utf8.count)
+            + field(message.namespace.utf8.count) + field(payload)
+    }
 
-    /// The one 64 KiB rule, for a message not built yet: a payload of `payloadBytes` on
-    /// `namespace` fits in a frame with room for the envelope. (`CastDeviceClient` measures a
-    /// built message near the limit exactly; the framer refuses anything larger.)
-    public static func fits(payloadBytes: Int, namespace: String) -> Bool {
-        payloadBytes + namespace.utf8.count + envelopeReserve <= maxBodySize
+    /// True when `message` fits in one frame (the one 64 KiB rule for what we send).
+    public static func fits(_ message: CastMessage) -> Bool { encodedSize(message) <= maxBodySize }
+
+    /// Room for an endpoint id not known yet (the app's transport id) when a payload is checked
+    /// before it can be addressed.
+    public static let endpointReserve = 128
+
+    /// The same rule for a payload checked before its destination is known (a command is refused
+    /// before anything is sent, e.g. before the app that would receive it is launched): a
+    /// destination of `endpointReserve` bytes is assumed; the exact check happens when it is sent.
+    public static func fits(payload: CastPayload, namespace: String) -> Bool {
+        fits(CastMessage(sourceID: CastEndpoint.sender, destinationID: String(repeating: "x", count: endpointReserve),
+                         namespace: namespace, payload: payload))
+    }
+
+    static func varintSize(_ value: Int) -> Int {
+        var size = 1
+        var rest = UInt64(clamping: value) >> 7
+        while rest > 0 {
+            size += 1
+            rest >>= 7
+        }
+        return size
     }
 
     /// Appends one frame (header + body) for `message` to `buffer`.

@@ -189,14 +189,13 @@ final class BridgeRuntime: Service, Sendable {
         /// queue, exactly once.
         func start(_ operation: CastOperation, fleet: Fleet) {
             let inputs = runtime.inputs
-            guard let client = fleet.client(operation.deviceID) else {
-                inputs.push(.bridge(.operationCompleted(operation.token,
-                                                        .failure(BridgeError(.unknownDevice, "the device is not known")))))
+            let (device, token) = (operation.deviceID, operation.token)
+            guard let client = fleet.client(device) else {
+                inputs.push(.bridge(.operationCompleted(device, token, .failure(BridgeError(.unknownDevice, "the device is not known")))))
                 return
             }
-            let token = operation.token
-            OperationRunner.start(operation, on: client) { result in
-                inputs.push(.bridge(.operationCompleted(token, result)))
+            OperationDispatch.dispatch(operation, to: client) { result in
+                inputs.push(.bridge(.operationCompleted(device, token, result)))
             }
         }
 

@@ -67,9 +67,9 @@ struct Fleet {
             let id = record.id
             let inputs = self.inputs
             let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
-                                              configuration: cast, eventLoop: group.next(), logger: deviceLogger,
-                                              sslContext: tls) { event in
-                if let translated = Fleet.translate(event, device: id) { inputs.push(.bridge(translated)) }
+                                              configuration: cast, isGroup: record.castType == .group, eventLoop: group.next(),
+                                              logger: deviceLogger, sslContext: tls) { event in
+                inputs.push(.bridge(Fleet.translate(event, device: id)))
             }
             clients[id] = client
             client.start()
@@ -78,15 +78,10 @@ struct Fleet {
         }
     }
 
-    static func translate(_ event: CastClientEvent, device id: DeviceID) -> BridgeInput? {
+    static func translate(_ event: CastClientEvent, device id: DeviceID) -> BridgeInput {
         switch event {
-        case .connected: return .castConnected(id)
-        case .disconnected(let reason): return .castDisconnected(id, reason: reason.description)
-        case .receiverStatus(let status): return .receiverStatus(id, status)
-        case .mediaStatus(let list): return .mediaStatus(id, list)
-        case .appSessionEnded(let app): return app.transportId.map { .appSessionEnded(id, transportId: $0) }
+        case .snapshot(let snapshot): return .device(id, snapshot)
         case .appMessage(let namespace, _, let payload): return .appMessage(id, namespace: namespace, payload: payload)
-        case .appSessionStarted, .multizone: return nil
         }
     }
 

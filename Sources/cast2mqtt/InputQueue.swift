@@ -1,4 +1,5 @@
 import Bridge
+import CastProtocol
 import Discovery
 import NIOConcurrencyHelpers
 
@@ -15,10 +16,14 @@ enum RuntimeInput: Sendable {
 /// loops, operation tasks, the ticker), one consumer. Pushing never blocks a producer, and what
 /// it holds is bounded by policy rather than by dropping blindly:
 ///
-/// - A status (receiver or media) of a device may replace an older unprocessed status of the
-///   same kind and device once more than `softLimit` inputs wait: statuses are idempotent, the
-///   newest one is the truth. Below the limit every status is kept, so no transition (and no
-///   event derived from it) is lost in normal operation.
+/// - Inputs of one device keep their order, by construction. A device snapshot may replace an
+///   older unprocessed snapshot of the same device, connection generation and link state once
+///   more than `softLimit` inputs wait, and only when nothing else of that device (another
+///   generation's snapshot, an operation's completion, an app message, a discovery event) was
+///   queued between them: a snapshot is the whole device, so the newer one says all the older
+///   one said, and a link that comes or goes is never coalesced away. Below
+///   the limit every snapshot is kept, so no transition (and no event derived from it) is lost in
+///   normal operation.
 /// - At most one tick waits at a time.
 /// - Past `hardLimit`, an MQTT message becomes `mqttOverloaded` (answered `busy` at once, never
 ///   run) and an app message is dropped (it is not state). Commands are never dropped silently.
@@ -38,11 +43,6 @@ final class InputQueue: AsyncSequence, Sendable {
         var inBurst = false
     }
 
-    private enum StatusKey: Hashable {
-        case receiver(DeviceID)
-        case media(DeviceID)
-    }
-
     private struct State {
         /// Below this many waiting inputs a burst of drops is over.
         let softLimit: Int
@@ -51,8 +51,10 @@ final class InputQueue: AsyncSequence, Sendable {
         var head = 0
         /// Absolute sequence number of `items[0]`.
         var base = 0
-        /// The queued status of each device and kind, by absolute sequence number.
-        var statusAt: [StatusKey: Int] = [:]
+        /// Per device: the absolute sequence number of its last queued input, and of its last
+        /// queued snapshot with that snapshot's generation.
+        var lastOf: [DeviceID: Int] = [:]
+        var snapshotOf: [DeviceID: (seq: Int, generation: Int, link: DeviceSnapshot.Link)] = [:]
         var tickQueued = false
         var waiter: CheckedContinuation<RuntimeInput?, Never>?
         var finished = false
@@ -87,7 +89,6 @@ final class InputQueue: AsyncSequence, Sendable {
                 return waiter
             }
             var item = input
-            let key = Self.statusKey(input)
             switch input {
             case .bridge(.tick):
                 if s.tickQueued {
@@ -111,17 +112,23 @@ final class InputQueue: AsyncSequence, Sendable {
                 }
                 return nil
             default:
-                if let key, s.count >= softLimit, let at = s.statusAt[key], at - s.base >= s.head {
-                    s.items[at - s.base] = input
+                if case .bridge(.device(let id, let snapshot)) = input, s.count >= softLimit,
+                   let last = s.snapshotOf[id], last.seq == s.lastOf[id], last.generation == snapshot.generation,
+                   last.link == snapshot.link, last.seq - s.base >= s.head {
+                    s.items[last.seq - s.base] = input
                     s.counters.coalescedStatuses += 1
                     if !s.counters.inBurst {
-                    s.counters.inBurst = true
-                    burstBegan = s.count
-                }
+                        s.counters.inBurst = true
+                        burstBegan = s.count
+                    }
                     return nil
                 }
             }
-            if let key { s.statusAt[key] = s.base + s.items.count }
+            let seq = s.base + s.items.count
+            if let id = Self.device(of: item) {
+                s.lastOf[id] = seq
+                if case .bridge(.device(_, let snapshot)) = item { s.snapshotOf[id] = (seq, snapshot.generation, snapshot.link) }
+            }
             s.items.append(item)
             return nil
         }
@@ -159,7 +166,10 @@ final class InputQueue: AsyncSequence, Sendable {
         s.items[s.head] = nil
         let seq = s.base + s.head
         s.head += 1
-        if let input, let key = statusKey(input), s.statusAt[key] == seq { s.statusAt[key] = nil }
+        if let input, let id = device(of: input) {
+            if s.lastOf[id] == seq { s.lastOf[id] = nil }
+            if s.snapshotOf[id]?.seq == seq { s.snapshotOf[id] = nil }
+        }
         if case .bridge(.tick)? = input { s.tickQueued = false }
         if s.head >= 1024, s.head * 2 >= s.items.count {
             s.items.removeFirst(s.head)
@@ -170,10 +180,13 @@ final class InputQueue: AsyncSequence, Sendable {
         return input
     }
 
-    private static func statusKey(_ input: RuntimeInput) -> StatusKey? {
+    /// The device an input belongs to (its order is kept with the device's other inputs).
+    private static func device(of input: RuntimeInput) -> DeviceID? {
         switch input {
-        case .bridge(.receiverStatus(let id, _)): return .receiver(id)
-        case .bridge(.mediaStatus(let id, _)): return .media(id)
+        case .bridge(.device(let id, _)), .bridge(.appMessage(let id, _, _)), .bridge(.operationCompleted(let id, _, _)):
+            return id
+        case .discovery(.added(let record)), .discovery(.updated(let record)): return record.id
+        case .discovery(.removed(let id)): return id
         default: return nil
         }
     }

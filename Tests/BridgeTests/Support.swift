@@ -36,10 +36,28 @@ func playing(session: Int = 1, content: String = "http://192.0.2.5/song.mp3", st
                 playerState: state, currentTime: time, playbackRate: 1, supportedMediaCommands: commands)
 }
 
+/// What a Cast client reports, spelled as the tests like to: each goes through the device's own
+/// `CastSessionMachine` (as in the client) and reaches the core as the snapshot it publishes.
+enum CastEvent {
+    /// The platform answered on a new connection (availability follows with the first status).
+    case castConnected(DeviceID)
+    case castDisconnected(DeviceID, reason: String)
+    case receiverStatus(DeviceID, ReceiverStatus)
+    case mediaStatus(DeviceID, [MediaStatus])
+    /// The device CLOSEd the app's transport.
+    case appSessionEnded(DeviceID, transportId: String)
+    /// An operation finished (the device is looked up from the operations the harness saw).
+    case operationCompleted(OperationToken, Result<OperationResult, BridgeError>)
+}
+
 /// A test harness around BridgeCore.
 struct Harness {
     var core: BridgeCore
     var now = t0
+    /// The session machine of each device (what its Cast client would hold).
+    var sessions: [DeviceID: CastSessionMachine] = [:]
+    /// The device of every operation the core asked for.
+    var operationDevices: [OperationToken: DeviceID] = [:]
 
     init(_ configure: (inout BridgeConfiguration) -> Void = { _ in }) {
         var c = BridgeConfiguration()
@@ -48,7 +66,37 @@ struct Harness {
     }
 
     @discardableResult
-    mutating func feed(_ input: BridgeInput) -> BridgeOutput { core.handle(input, now: now) }
+    mutating func feed(_ input: BridgeInput) -> BridgeOutput {
+        let out = core.handle(input, now: now)
+        for op in out.operations { operationDevices[op.token] = op.deviceID }
+        return out
+    }
+
+    /// A Cast client event, through the device's session machine: the snapshots it publishes.
+    @discardableResult
+    mutating func feed(_ event: CastEvent) -> BridgeOutput {
+        func session(_ id: DeviceID, _ body: (inout CastSessionMachine) -> [CastSessionMachine.Action]) -> BridgeOutput {
+            var machine = sessions[id] ?? CastSessionMachine()
+            let actions = body(&machine)
+            sessions[id] = machine
+            var out = BridgeOutput()
+            for case .publish(let snapshot) in actions { out.append(feed(.device(id, snapshot))) }
+            return out
+        }
+        let now = self.now
+        switch event {
+        case .castConnected(let id): return session(id) { $0.connectionAnswered() }
+        case .castDisconnected(let id, let reason):
+            let known: [CastDisconnectReason] = [.heartbeatTimeout, .closedByPeer, .closedByDevice, .unresponsive]
+            let typed = known.first { $0.description == reason } ?? .networkError(reason)
+            return session(id) { $0.disconnected(typed, silentSince: nil) }
+        case .receiverStatus(let id, let status): return session(id) { $0.receiverStatus(status, now: now) }
+        case .mediaStatus(let id, let list): return session(id) { $0.mediaStatus(list.first, now: now) }
+        case .appSessionEnded(let id, let transport): return session(id) { $0.transportClosed(transport) }
+        case .operationCompleted(let token, let result):
+            return feed(.operationCompleted(operationDevices[token] ?? "", token, result))
+        }
+    }
 
     @discardableResult
     mutating func publish(_ topic: String, _ text: String, responseTopic: String? = nil, correlation: [UInt8]? = nil) -> BridgeOutput {
@@ -80,16 +128,16 @@ struct Harness {
         let result: OperationResult
         switch answer {
         case .receiverStatus(let status):
-            out.append(feed(.receiverStatus(op.deviceID, status)))
+            out.append(feed(CastEvent.receiverStatus(op.deviceID, status)))
             result = .done
         case .mediaStatus(let list):
-            out.append(feed(.mediaStatus(op.deviceID, list)))
+            out.append(feed(CastEvent.mediaStatus(op.deviceID, list)))
             result = .done
         case .appMessage(let payload): result = .appMessage(payload)
         case .sessionState(let state): result = .sessionState(state)
         case .done: result = .done
         }
-        out.append(feed(.operationCompleted(op.token, .success(result))))
+        out.append(feed(.operationCompleted(op.deviceID, op.token, .success(result))))
         return out
     }
 
@@ -99,9 +147,9 @@ struct Harness {
     mutating func online(_ d: DeviceDescriptor = tvDescriptor(), status: ReceiverStatus = receiver(),
                          media: [MediaStatus]? = [playing()]) -> BridgeOutput {
         var all = feed(.deviceDiscovered(d))
-        all.append(feed(.castConnected(d.id)))
-        all.append(feed(.receiverStatus(d.id, status)))
-        if status.activeApp != nil { all.append(feed(.mediaStatus(d.id, media ?? []))) }
+        all.append(feed(CastEvent.castConnected(d.id)))
+        all.append(feed(CastEvent.receiverStatus(d.id, status)))
+        if status.activeApp != nil { all.append(feed(CastEvent.mediaStatus(d.id, media ?? []))) }
         return all
     }
 }

@@ -26,7 +26,7 @@ struct RecoveryTests {
         #expect(h.device.counters.loads == 1)
         #expect(h.device.counters.connectionsAccepted >= 2)
         // Commands work on the new connection with the rejoined media session.
-        let paused = try await h.client.pause()
+        let paused = try await h.client.media { .pause(mediaSessionId: $0) }
         #expect(paused?.playerState == "PAUSED")
     }
 
@@ -57,7 +57,7 @@ struct RecoveryTests {
             if case .disconnected(.protocolError) = $0 { return true } else { return false }
         })
         #expect(await h.log.wait { $0.isConnected })
-        _ = try await h.client.getReceiverStatus()
+        _ = try await h.client.requests.getReceiverStatus().get()
     }
 
     @Test func oversizedFrameDropsAndReestablishes() async throws {
@@ -80,7 +80,7 @@ struct RecoveryTests {
         try await h.connect()
         await h.device.silence()
         do {
-            _ = try await h.client.getReceiverStatus()
+            _ = try await h.client.requests.getReceiverStatus().get()
             Issue.record("a silent device answered")
         } catch let error as CastError {
             #expect(error.code == .timeout)
@@ -98,9 +98,9 @@ struct RecoveryTests {
         #expect(await h.log.wait { $0.isDisconnected })
         #expect(await h.log.wait(timeout: .seconds(10)) { $0.isConnected })
         // The restarted device runs no app; the client reports that instead of stale state.
-        let status = try await h.client.getReceiverStatus()
+        let status = try await h.client.requests.getReceiverStatus().get()
         #expect(status.activeApp == nil)
-        #expect(await h.client.snapshot.app == nil)
+        #expect(await h.client.snapshot.joinedApp == nil)
         #expect(h.device.counters.launches == 1)
     }
 
@@ -112,7 +112,7 @@ struct RecoveryTests {
         await h.log.clear()
         // Another sender stops the app: the device closes the app transport and broadcasts.
         let other = try await Harness.secondClient(to: h.device)
-        _ = try await other.stopApp()
+        _ = try await other.stopRunningApp()
         #expect(await h.log.wait { if case .appSessionEnded = $0 { return true } else { return false } })
         #expect(await h.log.count { $0.isDisconnected } == 0)
         #expect(await h.client.isConnected)
@@ -162,7 +162,7 @@ struct RecoveryTests {
         #expect(await h.client.isConnected)
         // Once the device accepts again and shows another session, the client joins that one.
         await h.device.refuseAppConnections(false)
-        _ = try await h.client.launch(appId: SimulatedAppID.echo)
+        _ = try await h.client.requests.launch(appId: SimulatedAppID.echo).get()
         #expect(await h.log.wait { $0.startedApp == SimulatedAppID.echo })
     }
 

@@ -6,27 +6,60 @@ import NIOCore
 import NIOPosix
 import Testing
 
+/// What a client's snapshots say happened, one transition at a time (as the tests ask for them):
+/// derived from consecutive snapshots by `EventLog`.
+enum ClientTransition: Sendable, Hashable {
+    /// Online on a new connection.
+    case connected
+    case disconnected(CastDisconnectReason)
+    case receiverStatus(ReceiverStatus)
+    /// The media of the joined app's session changed (empty: no media session).
+    case mediaStatus([MediaStatus])
+    case appSessionStarted(ReceiverApplication)
+    case appSessionEnded(ReceiverApplication)
+    case appMessage(namespace: String, payload: CastPayload)
+}
+
 /// Collects a client's events so tests can wait for one, bounded in time.
 actor EventLog {
-    private(set) var events: [CastClientEvent] = []
-    private var task: Task<Void, Never>?
+    private(set) var events: [ClientTransition] = []
+    private(set) var snapshots: [DeviceSnapshot] = []
 
     init(_ stream: AsyncStream<CastClientEvent>) {
         Task { await self.consume(stream) }
     }
 
     private func consume(_ stream: AsyncStream<CastClientEvent>) async {
-        for await event in stream { events.append(event) }
+        for await event in stream { record(event) }
     }
 
-    func count(where predicate: @Sendable (CastClientEvent) -> Bool) -> Int {
+    private func record(_ event: CastClientEvent) {
+        switch event {
+        case .appMessage(let namespace, _, let payload):
+            events.append(.appMessage(namespace: namespace, payload: payload))
+        case .snapshot(let new):
+            let old = snapshots.last ?? DeviceSnapshot()
+            snapshots.append(new)
+            if new.isOnline, !old.isOnline || new.generation != old.generation { events.append(.connected) }
+            if case .offline(let reason, _) = new.link, old.isOnline { events.append(.disconnected(reason)) }
+            if let receiver = new.receiver, new.receiver != old.receiver { events.append(.receiverStatus(receiver)) }
+            let (oldApp, newApp) = (old.activeApp, new.activeApp)
+            if oldApp?.sessionId != newApp?.sessionId || oldApp?.appId != newApp?.appId {
+                if let oldApp { events.append(.appSessionEnded(oldApp)) }
+                if let newApp { events.append(.appSessionStarted(newApp)) }
+            }
+            if new.media != old.media { events.append(.mediaStatus(new.media.map { [$0] } ?? [])) }
+        }
+    }
+
+    func count(where predicate: @Sendable (ClientTransition) -> Bool) -> Int {
         events.filter(predicate).count
     }
 
-    /// Waits until at least `count` events match, up to `timeout`.
+    /// Waits until at least `count` transitions match, up to `timeout`.
     @discardableResult
     func wait(for count: Int = 1, timeout: Duration = .seconds(10),
-              _ predicate: @escaping @Sendable (CastClientEvent) -> Bool) async -> Bool {
+              _ predicate: @escaping @Sendable (ClientTransition) -> Bool) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while clock.now < deadline {
@@ -39,7 +72,7 @@ actor EventLog {
     func clear() { events.removeAll() }
 }
 
-extension CastClientEvent {
+extension ClientTransition {
     var isConnected: Bool { if case .connected = self { return true } else { return false } }
     var isDisconnected: Bool { if case .disconnected = self { return true } else { return false } }
     var disconnectReason: CastDisconnectReason? { if case .disconnected(let r) = self { return r } else { return nil } }
@@ -48,6 +81,21 @@ extension CastClientEvent {
         return nil
     }
     var startedApp: String? { if case .appSessionStarted(let app) = self { return app.appId } else { return nil } }
+}
+
+extension CastDeviceClient {
+    /// A media request for the media session the client knows now (what the bridge does with
+    /// the session id of its snapshot).
+    func media(_ build: @Sendable (Int) -> MediaRequest) async throws -> MediaStatus? {
+        let session = await snapshot.device.media?.mediaSessionId ?? 0
+        return try await requests.media(build(session)).get()
+    }
+
+    /// Receiver STOP of the session the client sees running.
+    @discardableResult
+    func stopRunningApp() async throws -> ReceiverStatus {
+        try await requests.stopApp(sessionId: await snapshot.device.activeApp?.sessionId ?? "").get()
+    }
 }
 
 /// One simulated device and one client connected to it, on a shared event loop group.
@@ -84,10 +132,10 @@ final class Harness: Sendable {
 
     /// Launches the Default Media Receiver and loads a track, waiting until it plays.
     func playSomething(url: String = "http://127.0.0.1/media/song.mp3", duration: Double = 300) async throws {
-        _ = try await client.launch(appId: CastAppID.defaultMediaReceiver)
+        _ = try await client.requests.launch(appId: CastAppID.defaultMediaReceiver).get()
         let media = MediaInformation(contentId: url, contentType: "audio/mpeg",
                                      metadata: MediaMetadata(metadataType: 3, title: "Song"), duration: duration)
-        let status = try await client.load(LoadRequest(media: media))
+        let status = try await client.requests.media(.load(LoadRequest(media: media))).get()
         try #require(status?.playerState == "PLAYING" || status?.playerState == "BUFFERING")
     }
 

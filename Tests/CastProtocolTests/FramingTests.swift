@@ -1,3 +1,4 @@
+import CastSimulator
 import NIOCore
 import Testing
 
@@ -127,5 +128,21 @@ private let binaryGolden =
         let frame = try CastFraming.frame(pingMessage)
         #expect(try decodeAll([Array(frame.prefix(3))]).isEmpty)
         #expect(try decodeAll([Array(frame.prefix(50))]).isEmpty)
+    }
+
+    /// The size rule is computed from the field lengths: it must equal the serialized size for
+    /// every shape of message (lengths across the varint boundaries, text and binary).
+    @Test func encodedSizeIsTheSerializedSize() throws {
+        var random = SeededRandom(seed: 7)
+        for length in [0, 1, 127, 128, 16_383, 16_384, 65_000, 70_000] + (0..<200).map({ _ in Int(random.next() % 70_000) }) {
+            let ids = Int(random.next() % 200)
+            for payload in [CastPayload.string(String(repeating: "é", count: length / 2)), .binary(Array(repeating: 7, count: length))] {
+                let message = CastMessage(sourceID: String(repeating: "s", count: ids + 1),
+                                          destinationID: "transport-\(length)", namespace: "urn:x-cast:" + String(repeating: "n", count: ids),
+                                          payload: payload)
+                #expect(CastFraming.encodedSize(message) == (try message.serializedBytes()).count)
+                #expect(CastFraming.fits(message) == ((try message.serializedBytes()).count <= CastFraming.maxBodySize))
+            }
+        }
     }
 }

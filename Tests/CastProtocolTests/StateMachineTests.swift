@@ -86,12 +86,16 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         actions = machine.timerFired(now: at(10))
         #expect(types(writes(actions)) == ["PING"])
         _ = machine.timerFired(now: at(15))
-        // 15 s after the last message (5.1) it is dead.
+        // 15 s after the last message (5.1) it is dead: reported at once, while the channel closes.
         actions = machine.timerFired(now: at(20.1))
-        #expect(actions == [.close(.heartbeatTimeout)])
-        actions = machine.channelClosed(.heartbeatTimeout, now: at(20.2), jitter: 0.5)
-        #expect(actions.contains(.emit(.disconnected(.heartbeatTimeout))))
-        #expect(actions.contains(.scheduleReconnect(at: at(20.7), delay: .milliseconds(500))))
+        #expect(actions == [.close(.heartbeatTimeout), .emit(.disconnected(.heartbeatTimeout))])
+        #expect(machine.stateName == "closing")
+        #expect(machine.lastHeard == at(5.1), "the silence started with the last message")
+        #expect(machine.timerFired(now: at(22)).isEmpty, "nothing more while it closes")
+        // A TLS close can take seconds (NIOSSL waits for the peer's close_notify): the disconnect
+        // is not reported twice when it is done.
+        actions = machine.channelClosed(.heartbeatTimeout, now: at(25.1), jitter: 0.5)
+        #expect(actions == [.scheduleReconnect(at: at(25.6), delay: .milliseconds(500))])
     }
 
     @Test func sleepsWhileTheDevicePingsAndPingsItOnceItGoesQuiet() {
@@ -123,7 +127,7 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
             fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":0,"status":{}}"#), now: at(31))
         #expect(types(writes(machine.timerFired(now: at(35.5)))) == ["PING"])
         // Liveness is unchanged: 15 s after the last message (31 s) it is dead.
-        #expect(machine.timerFired(now: at(46)) == [.close(.heartbeatTimeout)])
+        #expect(machine.timerFired(now: at(46)) == [.close(.heartbeatTimeout), .emit(.disconnected(.heartbeatTimeout))])
     }
 
     @Test func aPingingDeviceThatFallsSilentIsDroppedOnTime() {
@@ -132,13 +136,13 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         // Quiet from 4 s: PING at 16.5 s, no answer, dropped at 19 s.
         #expect(writes(machine.timerFired(now: at(5))).isEmpty)
         #expect(types(writes(machine.timerFired(now: at(16.5)))) == ["PING"])
-        #expect(machine.timerFired(now: at(19)) == [.close(.heartbeatTimeout)])
+        #expect(machine.timerFired(now: at(19)) == [.close(.heartbeatTimeout), .emit(.disconnected(.heartbeatTimeout))])
     }
 
     @Test func configurableHeartbeat() {
         var machine = openMachine(.init(heartbeatInterval: .seconds(1), heartbeatTimeout: .seconds(3)))
         #expect(types(writes(machine.timerFired(now: at(1)))) == ["PING"])
-        #expect(machine.timerFired(now: at(3.02)) == [.close(.heartbeatTimeout)])
+        #expect(machine.timerFired(now: at(3.02)) == [.close(.heartbeatTimeout), .emit(.disconnected(.heartbeatTimeout))])
     }
 
     @Test func requestIdsAreUniqueAndComplete() throws {
@@ -223,7 +227,7 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
     @Test func closeFromPlatformDropsConnection() {
         var machine = openMachine()
         let actions = machine.messageReceived(fromDevice(CastNamespace.connection, #"{"type":"CLOSE"}"#), now: at(2))
-        #expect(actions == [.close(.closedByDevice)])
+        #expect(actions == [.close(.closedByDevice), .emit(.disconnected(.closedByDevice))])
     }
 
     @Test func notConnectedRequestsThrow() {

@@ -33,21 +33,18 @@ import Testing
     }
 
     @Test func clientEventsBecomeBridgeInputs() {
-        let app = ReceiverApplication(appId: "CC1AD845", sessionId: "s", transportId: "t")
-        guard case .castConnected("d")? = Fleet.translate(.connected(fingerprint: nil), device: "d") else {
-            Issue.record("connected")
+        let snapshot = DeviceSnapshot(generation: 3, link: .offline(reason: .heartbeatTimeout, silentSince: nil))
+        guard case .device("d", let kept) = Fleet.translate(.snapshot(snapshot), device: "d") else {
+            Issue.record("snapshot")
             return
         }
-        guard case .castDisconnected("d", let reason)? = Fleet.translate(.disconnected(.heartbeatTimeout), device: "d") else {
-            Issue.record("disconnected")
+        #expect(kept == snapshot)
+        guard case .appMessage("d", let namespace, .string("{}")) = Fleet.translate(
+            .appMessage(namespace: "urn:x-cast:x", sourceID: "t", payload: .string("{}")), device: "d") else {
+            Issue.record("app message")
             return
         }
-        #expect(reason == "heartbeat timeout")
-        guard case .appSessionEnded("d", "t")? = Fleet.translate(.appSessionEnded(app), device: "d") else {
-            Issue.record("session ended")
-            return
-        }
-        #expect(Fleet.translate(.appSessionStarted(app), device: "d") == nil)
+        #expect(namespace == "urn:x-cast:x")
     }
 
     @Test func discoveryRecordBecomesDescriptor() {

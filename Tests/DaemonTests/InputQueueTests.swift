@@ -7,8 +7,11 @@ import Testing
 /// The daemon's bounded input queue: order kept, statuses coalesced only under load, one tick,
 /// commands past the bound answered busy (never dropped), app messages dropped past it.
 @Suite struct InputQueueTests {
-    func volume(_ level: Double) -> ReceiverStatus {
-        ReceiverStatus(applications: [], volume: ReceiverVolume(controlType: "attenuation", level: level, muted: false, stepInterval: 0.05))
+    /// A snapshot of an online device with a volume level (what its client would hand over).
+    func snapshot(_ level: Double, generation: Int = 1, online: Bool = true) -> DeviceSnapshot {
+        DeviceSnapshot(generation: generation, link: online ? .online : .offline(reason: .heartbeatTimeout, silentSince: nil),
+                       receiver: ReceiverStatus(applications: [], volume: ReceiverVolume(controlType: "attenuation", level: level,
+                                                                                         muted: false, stepInterval: 0.05)))
     }
 
     func drain(_ q: InputQueue) async -> [RuntimeInput] {
@@ -17,45 +20,77 @@ import Testing
         return out
     }
 
-    @Test func keepsOrderAndEveryStatusBelowTheSoftLimit() async {
+    /// Each device's inputs in the order they came out: `L<level>`, `off`, `done`, `msg`.
+    func trace(_ inputs: [RuntimeInput], of id: DeviceID) -> [String] {
+        inputs.compactMap { input in
+            switch input {
+            case .bridge(.device(id, let s)):
+                return s.isOnline ? "L\(s.receiver?.volume?.level ?? -1)" : "off"
+            case .bridge(.operationCompleted(id, _, _)): return "done"
+            case .bridge(.appMessage(id, _, _)): return "msg"
+            default: return nil
+            }
+        }
+    }
+
+    func fill(_ q: InputQueue, _ n: Int) {
+        for i in 0..<n { q.push(.bridge(.device("filler-\(i)", snapshot(0)))) }
+    }
+
+    @Test func keepsOrderAndEverySnapshotBelowTheSoftLimit() async {
         let q = InputQueue(softLimit: 100, hardLimit: 200)
-        for i in 0..<10 { q.push(.bridge(.receiverStatus("a", volume(Double(i) / 10)))) }
-        q.push(.bridge(.operationCompleted(OperationToken(1), .success(.done))))
+        for i in 0..<10 { q.push(.bridge(.device("a", snapshot(Double(i) / 10)))) }
+        q.push(.bridge(.operationCompleted("a", OperationToken(1), .success(.done))))
         let got = await drain(q)
         #expect(got.count == 11)
-        guard case .bridge(.receiverStatus(_, let first))? = got.first else { Issue.record("not a status"); return }
-        #expect(first.volume?.level == 0)
+        #expect(trace(got, of: "a") == (0..<10).map { "L\(Double($0) / 10)" } + ["done"])
         #expect(q.counters.coalescedStatuses == 0)
     }
 
-    @Test func coalescesStatusesOfOneDeviceUnderLoad() async {
+    @Test func coalescesSnapshotsOfOneDeviceUnderLoad() async {
         let q = InputQueue(softLimit: 5, hardLimit: 1000)
-        for i in 0..<5 { q.push(.bridge(.castConnected("filler-\(i)"))) }
-        q.push(.bridge(.receiverStatus("a", volume(0.1))))
-        q.push(.bridge(.mediaStatus("a", [])))
-        q.push(.bridge(.receiverStatus("b", volume(0.5))))
-        q.push(.bridge(.receiverStatus("a", volume(0.2))))
-        q.push(.bridge(.receiverStatus("a", volume(0.3))))
+        fill(q, 5)
+        q.push(.bridge(.device("a", snapshot(0.1))))
+        q.push(.bridge(.device("b", snapshot(0.5))))
+        q.push(.bridge(.device("a", snapshot(0.2))))
+        q.push(.bridge(.device("a", snapshot(0.3))))
         let got = await drain(q)
-        #expect(got.count == 8)
-        let levels = got.compactMap { input -> Double? in
-            if case .bridge(.receiverStatus("a", let s)) = input { return s.volume?.level }
-            return nil
-        }
-        #expect(levels == [0.3], "the newest status replaces the waiting one, in its place")
+        #expect(got.count == 7)
+        #expect(trace(got, of: "a") == ["L0.3"], "the newest snapshot replaces the waiting one, in its place")
+        #expect(trace(got, of: "b") == ["L0.5"])
         #expect(q.counters.coalescedStatuses == 2)
+    }
+
+    /// The stuck-offline bug: under load, the first status of a new connection must not move in
+    /// front of the disconnect (or anything else of its device) queued before it.
+    @Test func aSnapshotNeverOvertakesItsDevice() async {
+        let q = InputQueue(softLimit: 5, hardLimit: 1000)
+        fill(q, 5)
+        q.push(.bridge(.device("a", snapshot(0.1, generation: 1))))
+        q.push(.bridge(.device("a", snapshot(0.1, generation: 1, online: false))))
+        q.push(.bridge(.device("a", snapshot(0.2, generation: 2))))
+        q.push(.bridge(.device("a", snapshot(0.3, generation: 2))))
+        q.push(.bridge(.operationCompleted("a", OperationToken(7), .success(.done))))
+        q.push(.bridge(.device("a", snapshot(0.4, generation: 2))))
+        q.push(.bridge(.appMessage("a", namespace: "urn:x-cast:x", payload: .string("{}"))))
+        q.push(.bridge(.device("a", snapshot(0.5, generation: 2))))
+        let got = await drain(q)
+        // gen 1 online, gen 1 offline (not replaced: its generation), gen 2 replaced once by the
+        // next gen 2 (nothing between), then the completion and the app message keep the rest apart.
+        #expect(trace(got, of: "a") == ["L0.1", "off", "L0.3", "done", "L0.4", "msg", "L0.5"])
+        #expect(q.counters.coalescedStatuses == 1)
     }
 
     @Test func oneTickAtATime() async {
         let q = InputQueue()
-        q.push(.bridge(.castConnected("x")))
+        q.push(.bridge(.device("x", snapshot(0))))
         q.push(.bridge(.tick))
         q.push(.bridge(.tick))
         q.push(.bridge(.tick))
         #expect(q.count == 2)
         #expect(q.counters.droppedTicks == 2)
         _ = await drain(q)
-        q.push(.bridge(.castConnected("x")))
+        q.push(.bridge(.device("x", snapshot(0))))
         q.push(.bridge(.tick))
         #expect(q.count == 2, "a tick may wait again once the last one was taken")
     }

@@ -1,19 +1,16 @@
 import CastProtocol
 import Foundation
 
-/// `bridge/info`, `bridge/devices` and the bridge-level requests.
+/// `bridge/info`, `bridge/devices` and the bridge-level requests (`bridge/request/<name>`).
 extension BridgeCore {
-    var onlineCount: Int { devices.values.filter(\.online).count }
-
     /// What the core holds now (metrics gauges).
     public var gauges: CoreGauges {
-        var waiting = 0
-        for device in devices.values { waiting += device.waiting.count }
-        return CoreGauges(devices: devices.count, online: onlineCount, waiting: waiting, inFlight: pending.count)
+        CoreGauges(devices: registry.count, online: registry.onlineCount, waiting: scheduler.waitingCount,
+                   inFlight: scheduler.pending.count)
     }
 
     func devicesDocument() -> JSONValue {
-        .array(devices.values.sorted { $0.topic < $1.topic }.map { d in
+        .array(registry.ids.compactMap { registry[$0] }.sorted { $0.topic < $1.topic }.map { d in
             .object([
                 "id": .string(d.id), "name": .string(d.descriptor.friendlyName), "topic": .string(d.topic),
                 "model": .str(d.descriptor.model), "cast_type": .string(d.descriptor.castType.rawValue),
@@ -24,25 +21,20 @@ extension BridgeCore {
     }
 
     mutating func publishBridgeInfo(_ out: inout BridgeOutput) {
-        publishRetained(topics.bridgeInfo, .object([
+        publisher.publish(topics.bridgeInfo, .object([
             "version": .string(configuration.version), "started_at": .time(startedAt),
-            "base_topic": .string(configuration.mqtt.baseTopic), "devices": .int(devices.count), "online": .int(onlineCount),
+            "base_topic": .string(configuration.mqtt.baseTopic), "devices": .int(registry.count), "online": .int(registry.onlineCount),
         ]), &out)
     }
 
     mutating func publishBridgeDevices(_ out: inout BridgeOutput) {
-        publishRetained(topics.bridgeDevices, devicesDocument(), &out)
+        publisher.publish(topics.bridgeDevices, devicesDocument(), &out)
     }
 
     /// The device list or counts changed: publish `bridge/info` and `bridge/devices` now, or, when
     /// they went out less than a second ago, on the next tick.
-    mutating func bridgeTopicsChanged(now: Date, _ out: inout BridgeOutput) {
-        if let last = lastBridgeTopicsPublish, now.timeIntervalSince(last) < 1, now >= last {
-            bridgeTopicsDirty = true
-            return
-        }
-        bridgeTopicsDirty = false
-        lastBridgeTopicsPublish = now
+    mutating func bridgeTopicsChanged(now: Date, force: Bool = false, _ out: inout BridgeOutput) {
+        guard publisher.bridgeTopicsDue(now: now, force: force) else { return }
         publishBridgeInfo(&out)
         publishBridgeDevices(&out)
     }
@@ -53,33 +45,32 @@ extension BridgeCore {
             respond(ctx, .success(devicesDocument()), &out)
         case .healthCheck:
             var overload = inputOverload.mapValues { JSONValue.number(Double($0)) }
-            overload["busy_commands"] = .int(busyRejections)
-            respond(ctx, .success(.object(["healthy": .bool(true), "devices": .int(devices.count), "online": .int(onlineCount),
+            overload["busy_commands"] = .int(scheduler.busyRejections + mqttBusyRejections)
+            respond(ctx, .success(.object(["healthy": .bool(true), "devices": .int(registry.count), "online": .int(registry.onlineCount),
                                            "mqtt_reconnects": .int(max(0, mqttConnects - 1)),
                                            "overload": .object(overload)])), &out)
         case .refresh:
-            let online = devices.values.filter(\.online).map(\.id).sorted()
-            for id in online { enqueue(id, .getReceiverStatus, purpose: .internalQuery, now: now, &out) }
-            for id in online where devices[id]?.appSpeaksMedia == true {
-                enqueue(id, .getMediaStatus, purpose: .internalQuery, now: now, &out)
+            let online = registry.ids.filter { registry[$0]?.online == true }
+            for id in online {
+                if let operation = scheduler.refresh(id, now: now) { out.operations.append(operation) }
             }
             respond(ctx, .success(.object(["devices": .int(online.count)])), &out)
         case .transfer(let from, let to, let keepSource):
-            guard let source = resolveDevice(from) else {
+            guard let source = registry.resolve(from) else {
                 respond(ctx, .failure(BridgeError(.unknownDevice, "no device is called \"\(from)\"")), &out)
                 return
             }
-            guard devices[source]?.online == true else {
-                respond(ctx, .failure(BridgeError(.deviceOffline, "\(topicName(source)) is offline")), &out)
+            guard registry[source]?.online == true else {
+                respond(ctx, .failure(BridgeError(.deviceOffline, "\(registry.topicName(source)) is offline")), &out)
                 return
             }
-            startTransfer(ctx, from: source, to: to, keepSource: keepSource, now: now, &out)
+            apply(transfers.start(ctx, from: source, to: to, keepSource: keepSource, devices: registry), now: now, &out)
         case .remove(let key):
-            if let id = resolveDevice(key), let device = devices[id] {
+            if let id = registry.resolve(key), let device = registry[id] {
                 deviceRemoved(id, now: now, &out)
                 respond(ctx, .success(.object(["id": .string(id), "topic": .string(device.topic)])), &out)
-            } else if let id = rememberedDevice(key), let entry = published.devices[id] {
-                forgetPublished(id, topic: nil, &out)
+            } else if let id = publisher.published.device(key), let entry = publisher.published.devices[id] {
+                publisher.forget(id, topic: nil, topics: topics, &out)
                 out.forgotten.append(id)
                 respond(ctx, .success(.object(["id": .string(id), "topic": .string(entry.topic)])), &out)
             } else {

@@ -35,7 +35,7 @@ extension BridgeCore {
 
     /// The `data` of a successful device command, from the state after the answer was applied.
     func successData(_ command: DeviceCommand, device id: DeviceID, result: OperationResult?, now: Date) -> JSONValue {
-        guard let device = devices[id] else { return .object([:]) }
+        guard let device = registry[id] else { return .object([:]) }
         let volume = device.receiver?.volume
         switch command {
         case .volume, .mute:
@@ -57,9 +57,9 @@ extension BridgeCore {
         case .load:
             return .object(["state": .string(device.stateWord), "media_session_id": .int(device.media?.mediaSessionId),
                             "content_id": .str(device.media?.effectiveMedia?.contentId),
-                            "position": .num(device.estimatedPosition(now: now))])
+                            "position": .num(device.position(at: now))])
         default:
-            return .object(["state": .string(device.stateWord), "position": .num(device.estimatedPosition(now: now))])
+            return .object(["state": .string(device.stateWord), "position": .num(device.position(at: now))])
         }
     }
 

@@ -32,8 +32,8 @@ extension BridgeCore {
     /// The current sessions of every device with a running app.
     public func sessionSnapshot() -> SessionSnapshot {
         var entries: [DeviceID: SessionSnapshot.Entry] = [:]
-        for (id, device) in devices {
-            guard let app = device.activeApp else { continue }
+        for id in registry.ids {
+            guard let device = registry[id], let app = device.activeApp else { continue }
             entries[id] = .init(appId: app.appId, sessionId: app.sessionId, transportId: app.transportId,
                                 mediaSessionId: device.media?.mediaSessionId, contentId: device.media?.effectiveMedia?.contentId)
         }
@@ -42,13 +42,20 @@ extension BridgeCore {
 
     /// Seeds the sessions saved by a previous run.
     public mutating func restore(_ snapshot: SessionSnapshot) {
-        restoredSessions = snapshot.devices
+        sessions = RestoredSessions(saved: snapshot.devices)
     }
+}
+
+/// The sessions a previous run saved, until each device answers once: a session still running
+/// then is joined silently (no `session_started`).
+struct RestoredSessions: Sendable {
+    private var saved: [DeviceID: SessionSnapshot.Entry] = [:]
+
+    init(saved: [DeviceID: SessionSnapshot.Entry] = [:]) { self.saved = saved }
 
     /// True (once) when `app` is the session a previous run saved for the device.
-    mutating func consumeRestoredSession(_ id: DeviceID, _ app: ReceiverApplication) -> Bool {
-        guard let saved = restoredSessions[id] else { return false }
-        restoredSessions.removeValue(forKey: id)
-        return saved.appId == app.appId && saved.sessionId != nil && saved.sessionId == app.sessionId
+    mutating func consumeRestored(_ id: DeviceID, _ app: ReceiverApplication) -> Bool {
+        guard let entry = saved.removeValue(forKey: id) else { return false }
+        return entry.appId == app.appId && entry.sessionId != nil && entry.sessionId == app.sessionId
     }
 }

@@ -14,10 +14,23 @@ public struct CommandParser: Sendable {
     public var maxPayload: Int
     public var allowedNamespaces: [String]
 
-    public static let commandNames = ["load", "play", "pause", "toggle", "stop", "seek", "rate", "volume", "mute",
-                                      "next", "previous", "launch", "quit", "send", "transfer", "refresh", "announce",
-                                      "skip_ad"]
-    public static let bridgeRequestNames = ["devices", "refresh", "transfer", "health_check", "remove"]
+    /// The device commands (`command/<name>`): the one list of their names.
+    enum CommandName: String, CaseIterable {
+        case load, play, pause, toggle, stop, seek, rate, volume, mute, next, previous, launch, quit, send, transfer,
+             refresh, announce
+        case skipAd = "skip_ad"
+    }
+
+    /// The bridge requests (`bridge/request/<name>`): the one list of their names.
+    enum RequestName: String, CaseIterable {
+        case devices, refresh, transfer, remove
+        case healthCheck = "health_check"
+    }
+
+    static var commandNames: [String] { CommandName.allCases.map(\.rawValue) }
+
+    /// Keys of the JSON form that every command takes (its envelope).
+    static let envelopeKeys: Set<String> = ["id", "expires"]
 
     public init(maxPayload: Int = 65_536, allowedNamespaces: [String] = ["urn:x-cast:*"]) {
         self.maxPayload = maxPayload
@@ -59,42 +72,58 @@ public struct CommandParser: Sendable {
         return .success(.json(dict))
     }
 
-    /// The payload's body and, for the JSON form, its `id` (echoed in the response): one rule for
-    /// device commands and bridge requests alike.
-    func bodyAndID(_ payload: [UInt8]) -> Result<(Body, JSONValue?), ParseFailure> {
+    /// The envelope of the JSON form: `id` (echoed in the response) and `expires`.
+    struct Envelope: Sendable, Hashable {
+        var id: JSONValue?
+        var expires: Expiry?
+    }
+
+    /// The payload's body and, for the JSON form, its envelope: one rule for device commands and
+    /// bridge requests alike.
+    func bodyAndEnvelope(_ payload: [UInt8]) -> Result<(Body, Envelope), ParseFailure> {
         let body: Body
         switch self.body(payload) {
         case .failure(let f): return .failure(f)
         case .success(let b): body = b
         }
-        guard case .json(let dict) = body, let raw = dict["id"] else { return .success((body, nil)) }
-        switch raw {
-        case .string(let s) where s.utf8.count <= 256: return .success((body, raw))
-        case .number(let n) where n.isFinite: return .success((body, raw))
+        guard case .json(let dict) = body else { return .success((body, Envelope())) }
+        var envelope = Envelope()
+        switch dict["id"] {
+        case nil: break
+        case .string(let s)? where s.utf8.count <= 256: envelope.id = dict["id"]
+        case .number(let n)? where n.isFinite: envelope.id = dict["id"]
         default:
             return .failure(ParseFailure(error: .invalid("\"id\" must be a string (up to 256 bytes) or a number"), id: nil))
         }
+        if let raw = dict["expires"], !raw.isNull {
+            guard let expiry = Expiry.parse(raw) else {
+                return .failure(ParseFailure(error: .invalid(
+                    "\"expires\" must be an RFC 3339 time (2026-11-22T10:15:30Z) or seconds from now (0 or more)"), id: envelope.id))
+            }
+            envelope.expires = expiry
+        }
+        return .success((body, envelope))
     }
 
     /// `<base>/<dev>/command/<name>`.
     public func parse(name: String, payload: [UInt8]) -> Result<ParsedCommand, ParseFailure> {
         let body: Body
-        let id: JSONValue?
-        switch bodyAndID(payload) {
+        let envelope: Envelope
+        switch bodyAndEnvelope(payload) {
         case .failure(let f): return .failure(f)
-        case .success(let (b, i)): (body, id) = (b, i)
+        case .success(let (b, e)): (body, envelope) = (b, e)
         }
-        guard Self.commandNames.contains(name) else {
+        guard let command = CommandName(rawValue: name) else {
             return .failure(ParseFailure(error: BridgeError(.unknownCommand,
-                "there is no command \"\(name.prefix(64))\"; commands are: \(Self.commandNames.joined(separator: ", "))"), id: id))
+                "there is no command \"\(name.prefix(64))\"; commands are: \(Self.commandNames.joined(separator: ", "))"), id: envelope.id))
         }
         do {
-            let command = try parseCommand(name: name, body: body)
-            return .success(ParsedCommand(name: name, id: id, command: command))
+            return .success(ParsedCommand(name: name, id: envelope.id, command: try parseCommand(command, body: body),
+                                          expires: envelope.expires))
         } catch let e as BridgeError {
-            return .failure(ParseFailure(error: e, id: id))
+            return .failure(ParseFailure(error: e, id: envelope.id))
         } catch {
-            return .failure(ParseFailure(error: BridgeError(.internal, "\(error)"), id: id))
+            return .failure(ParseFailure(error: BridgeError(.internal, "\(error)"), id: envelope.id))
         }
     }
 
@@ -108,7 +137,7 @@ public struct CommandParser: Sendable {
             try checkNamespace(namespace)
             if payload.isEmpty { throw BridgeError.invalid("the message body is empty; publish the message to send") }
             let castPayload: CastPayload = String(validating: payload, as: UTF8.self).map(CastPayload.string) ?? .binary(payload)
-            try checkCastSize(castPayload.bytes.count, namespace: namespace)
+            try checkCastSize(castPayload, namespace: namespace)
             let send = SendCommand(namespace: namespace, payload: castPayload, appId: nil, awaitReply: false, timeout: nil)
             return .success(ParsedCommand(name: "send", id: nil, command: .send(send)))
         } catch let e as BridgeError {
@@ -122,17 +151,17 @@ public struct CommandParser: Sendable {
     public func parseBridgeRequest(name: String, payload: [UInt8]) -> Result<(BridgeRequest, JSONValue?), ParseFailure> {
         let body: Body
         let id: JSONValue?
-        switch bodyAndID(payload) {
+        switch bodyAndEnvelope(payload) {
         case .failure(let f): return .failure(f)
-        case .success(let (b, i)): (body, id) = (b, i)
+        case .success(let (b, e)): (body, id) = (b, e.id)
         }
         do {
             let f = Fields(body: body, command: name)
-            switch name {
-            case "devices": try f.noValue(); return .success((.devices, id))
-            case "refresh": try f.noValue(); return .success((.refresh, id))
-            case "health_check": try f.noValue(); return .success((.healthCheck, id))
-            case "transfer":
+            switch RequestName(rawValue: name) {
+            case .devices?: try f.noValue(); return .success((.devices, id))
+            case .refresh?: try f.noValue(); return .success((.refresh, id))
+            case .healthCheck?: try f.noValue(); return .success((.healthCheck, id))
+            case .transfer?:
                 guard case .json = body else {
                     throw BridgeError.invalid("transfer needs a JSON object like {\"from\": \"kitchen\", \"to\": \"living_room_tv\"}")
                 }
@@ -141,7 +170,7 @@ public struct CommandParser: Sendable {
                     throw BridgeError.invalid("transfer needs \"from\" and \"to\" (topic name, friendly name or id)")
                 }
                 return .success((.transfer(from: from, to: to, keepSource: try f.bool("keep_source") ?? false), id))
-            case "remove":
+            case .remove?:
                 if case .short(let device) = body {
                     guard !device.isEmpty else { throw BridgeError.invalid("remove needs the device (topic name, friendly name or id)") }
                     return .success((.remove(device: device), id))
@@ -151,9 +180,9 @@ public struct CommandParser: Sendable {
                     throw BridgeError.invalid("remove needs \"device\": the device to forget (topic name, friendly name or id)")
                 }
                 return .success((.remove(device: device), id))
-            default:
+            case nil:
                 throw BridgeError(.unknownCommand, "there is no bridge request \"\(name.prefix(64))\"; requests are: "
-                                  + Self.bridgeRequestNames.joined(separator: ", "))
+                                  + RequestName.allCases.map(\.rawValue).joined(separator: ", "))
             }
         } catch let e as BridgeError {
             return .failure(ParseFailure(error: e, id: id))
@@ -164,26 +193,26 @@ public struct CommandParser: Sendable {
 
     // MARK: - Commands
 
-    func parseCommand(name: String, body: Body) throws -> DeviceCommand {
-        let f = Fields(body: body, command: name)
+    func parseCommand(_ name: CommandName, body: Body) throws -> DeviceCommand {
+        let f = Fields(body: body, command: name.rawValue)
         switch name {
-        case "play": try f.noValue(); return .play
-        case "pause": try f.noValue(); return .pause
-        case "toggle": try f.noValue(); return .toggle
-        case "stop": try f.noValue(); return .stop
-        case "next": try f.noValue(); return .next
-        case "previous": try f.noValue(); return .previous
-        case "quit": try f.noValue(); return .quit
-        case "refresh": try f.noValue(); return .refresh
-        case "skip_ad": try f.noValue(); return .skipAd
-        case "seek": return .seek(try parseSeek(f))
-        case "rate": return .rate(try parseRate(f))
-        case "volume": return .volume(try parseVolume(f))
-        case "mute": return .mute(try parseMute(f))
-        case "launch": return .launch(appId: try parseLaunch(f))
-        case "load": return .load(try parseLoad(f))
-        case "send": return .send(try parseSendJSON(f))
-        case "transfer":
+        case .play: try f.noValue(); return .play
+        case .pause: try f.noValue(); return .pause
+        case .toggle: try f.noValue(); return .toggle
+        case .stop: try f.noValue(); return .stop
+        case .next: try f.noValue(); return .next
+        case .previous: try f.noValue(); return .previous
+        case .quit: try f.noValue(); return .quit
+        case .refresh: try f.noValue(); return .refresh
+        case .skipAd: try f.noValue(); return .skipAd
+        case .seek: return .seek(try parseSeek(f))
+        case .rate: return .rate(try parseRate(f))
+        case .volume: return .volume(try parseVolume(f))
+        case .mute: return .mute(try parseMute(f))
+        case .launch: return .launch(appId: try parseLaunch(f))
+        case .load: return .load(try parseLoad(f))
+        case .send: return .send(try parseSendJSON(f))
+        case .transfer:
             switch f.body {
             case .short(let target):
                 guard !target.isEmpty, target.utf8.count <= 256 else {
@@ -197,8 +226,7 @@ public struct CommandParser: Sendable {
                 }
                 return .transfer(to: to, keepSource: try f.bool("keep_source") ?? false)
             }
-        case "announce": return .announce(try parseAnnounce(f))
-        default: throw BridgeError(.unknownCommand, "there is no command \"\(name)\"")
+        case .announce: return .announce(try parseAnnounce(f))
         }
     }
 
@@ -338,7 +366,7 @@ public struct CommandParser: Sendable {
         if let appId { try Self.checkAppId(appId) }
         let timeout = try f.number("timeout")
         if let timeout, !(timeout > 0 && timeout <= 300) { throw BridgeError.invalid("\"timeout\" must be 0-300 seconds") }
-        try checkCastSize(text.utf8.count, namespace: namespace)
+        try checkCastSize(.string(text), namespace: namespace)
         return SendCommand(namespace: namespace, payload: .string(text), appId: appId,
                            awaitReply: try f.bool("reply") ?? false, timeout: timeout)
     }
@@ -354,10 +382,10 @@ public struct CommandParser: Sendable {
             command = try MediaBuilder.load(f)
         }
         if let load = command.load {
-            try checkCastSize(MediaRequest.load(load).json(requestId: 1).utf8.count, namespace: CastNamespace.media)
+            try checkCastSize(.string(MediaRequest.load(load).json(requestId: 1)), namespace: CastNamespace.media)
         }
         if let queue = command.queue {
-            try checkCastSize(MediaRequest.queueLoad(queue).json(requestId: 1).utf8.count, namespace: CastNamespace.media)
+            try checkCastSize(.string(MediaRequest.queueLoad(queue).json(requestId: 1)), namespace: CastNamespace.media)
         }
         return command
     }
@@ -387,9 +415,11 @@ public struct CommandParser: Sendable {
         }
     }
 
-    func checkCastSize(_ bytes: Int, namespace: String) throws {
-        guard CastFraming.fits(payloadBytes: bytes, namespace: namespace) else {
-            throw BridgeError(.payloadTooLarge, "the Cast message would have \(bytes) bytes; a Cast message is at most 64 KiB")
+    /// Refuses a command whose Cast message could not be sent (over 64 KiB) before anything is
+    /// sent for it (CastFraming's rule; the client checks the built message exactly).
+    func checkCastSize(_ payload: CastPayload, namespace: String) throws {
+        guard CastFraming.fits(payload: payload, namespace: namespace) else {
+            throw BridgeError(.payloadTooLarge, "the Cast message would have \(payload.bytes.count) bytes of payload; a Cast message is at most 64 KiB")
         }
     }
 }

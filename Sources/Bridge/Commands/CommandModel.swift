@@ -1,4 +1,5 @@
 import CastProtocol
+import Foundation
 
 /// A parsed device command (mqtt-api.md §5). Values are validated; ranges already checked.
 public enum DeviceCommand: Sendable, Hashable {
@@ -66,6 +67,43 @@ public struct ParsedCommand: Sendable, Hashable {
     /// The `id` of the JSON form (string or number), echoed in the response.
     public var id: JSONValue?
     public var command: DeviceCommand
+    /// `expires` of the JSON form: a command still waiting then is answered `timeout`.
+    public var expires: Expiry?
+
+    public init(name: String, id: JSONValue? = nil, command: DeviceCommand, expires: Expiry? = nil) {
+        self.name = name
+        self.id = id
+        self.command = command
+        self.expires = expires
+    }
+}
+
+/// When a command stops being worth sending (`"expires"`: an RFC 3339 time, or seconds from
+/// its arrival).
+public enum Expiry: Sendable, Hashable {
+    case at(Date)
+    case after(seconds: Double)
+
+    /// The deadline for a command that arrived at `now`.
+    public func deadline(from now: Date) -> Date {
+        switch self {
+        case .at(let date): return date
+        case .after(let seconds): return now.addingTimeInterval(seconds)
+        }
+    }
+
+    /// `"2026-11-22T10:15:30Z"` (fractional seconds and offsets allowed) or a number of seconds
+    /// (0 to a year); nil for anything else.
+    static func parse(_ value: JSONValue) -> Expiry? {
+        switch value {
+        case .number(let seconds) where seconds.isFinite && seconds >= 0 && seconds <= 366 * 86_400:
+            return .after(seconds: seconds)
+        case .string(let text) where text.utf8.count <= 64:
+            return RFC3339.parse(text).map(Expiry.at)
+        default:
+            return nil
+        }
+    }
 }
 
 /// Bridge-level requests (`<base>/bridge/request/<name>`).

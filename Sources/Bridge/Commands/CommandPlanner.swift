@@ -1,57 +1,11 @@
 import CastProtocol
 import Foundation
 
-/// Maps parsed device commands to Cast operations. Every precondition is checked BEFORE anything
-/// is sent: unknown device, offline device (`device_offline` at once), no app, no media session,
-/// and `not_supported` from the receiver's `supportedMediaCommands`.
-extension BridgeCore {
-    /// Finds a device by topic name, friendly name (case-insensitive) or id.
-    func resolveDevice(_ key: String) -> DeviceID? {
-        if let id = names.device(named: key), devices[id] != nil { return id }
-        if devices[key] != nil { return key }
-        let lower = key.lowercased()
-        if devices[lower] != nil { return lower }
-        return devices.values.sorted { $0.id < $1.id }.first { $0.descriptor.friendlyName.lowercased() == lower }?.id
-    }
-
-    mutating func runCommand(_ command: DeviceCommand, deviceTopic: String, _ ctx: CommandContext, now: Date,
-                             _ out: inout BridgeOutput) {
-        guard let id = names.device(named: deviceTopic), let device = devices[id] else {
-            respond(ctx, .failure(BridgeError(.unknownDevice, "no device has the topic name \"\(deviceTopic)\"; see \(topics.bridgeDevices)")), &out)
-            return
-        }
-        guard device.online else {
-            respond(ctx, .failure(BridgeError(.deviceOffline, "\(device.topic) is offline; the command was not sent")), &out)
-            return
-        }
-        if isBusy(id) {
-            queueCommand(command, device: id, ctx, &out)
-            return
-        }
-        startCommand(command, device: id, ctx, now: now, &out)
-    }
-
-    /// Plans a command against the device's state now (its turn has come) and starts it.
-    mutating func startCommand(_ command: DeviceCommand, device id: DeviceID, _ ctx: CommandContext, now: Date,
-                               _ out: inout BridgeOutput) {
-        guard let device = devices[id] else { return }
-        switch plan(command, device: device) {
-        case .failure(let error):
-            respond(ctx, .failure(error), &out)
-        case .success(let plan):
-            switch plan {
-            case .single(let kind, let timeout):
-                enqueue(id, kind, purpose: .command(ctx, command), now: now, timeout: timeout, &out)
-            case .refresh:
-                enqueue(id, .getReceiverStatus, purpose: .refresh(ctx, mediaDone: false), now: now, &out)
-            case .transfer(let target, let keepSource):
-                startTransfer(ctx, from: id, to: target, keepSource: keepSource, now: now, &out)
-            case .announce(let announce):
-                startAnnounce(ctx, device: id, announce, now: now, &out)
-            }
-        }
-    }
-
+/// Decides what a command sends to a device, against the device's state when its turn comes, or
+/// why nothing can be sent. Every precondition is checked here, before anything is sent, and
+/// only here: no app, no media session, `not_supported` from the receiver's
+/// `supportedMediaCommands`, a fixed volume. Pure.
+enum CommandPlanner {
     enum Plan {
         case single(CastOperationKind, timeout: Double?)
         case refresh
@@ -60,7 +14,7 @@ extension BridgeCore {
     }
 
     /// Decides what to send, or why nothing can be sent.
-    func plan(_ command: DeviceCommand, device: DeviceState) -> Result<Plan, BridgeError> {
+    static func plan(_ command: DeviceCommand, device: DeviceRecord) -> Result<Plan, BridgeError> {
         func single(_ kind: CastOperationKind) -> Result<Plan, BridgeError> { .success(.single(kind, timeout: nil)) }
         switch command {
         case .play, .pause, .toggle, .stop, .seek, .rate, .next, .previous, .skipAd:
@@ -119,7 +73,7 @@ extension BridgeCore {
 
     /// Media-namespace commands: need an app, a media session and the command in supportedMediaCommands
     /// (an absent `supportedMediaCommands` is treated as "unknown" and allows everything).
-    func mediaPlan(_ command: DeviceCommand, device: DeviceState) -> Result<MediaRequest, BridgeError> {
+    static func mediaPlan(_ command: DeviceCommand, device: DeviceRecord) -> Result<MediaRequest, BridgeError> {
         guard device.activeApp != nil else {
             return .failure(BridgeError(.noApp, "no app is running on \(device.topic); use load to play something"))
         }
@@ -173,22 +127,6 @@ extension BridgeCore {
             return .success(.skipAd(mediaSessionId: session))
         default:
             return .failure(BridgeError(.internal, "not a media command"))
-        }
-    }
-
-    /// `refresh`: receiver GET_STATUS, then media GET_STATUS when an app that speaks media runs.
-    mutating func refreshStep(_ ctx: CommandContext?, device id: DeviceID, mediaDone: Bool,
-                              _ result: Result<OperationResult, BridgeError>, now: Date, _ out: inout BridgeOutput) {
-        if case .failure(let e) = result {
-            if let ctx { respond(ctx, .failure(e), &out) }
-            return
-        }
-        if !mediaDone, let device = devices[id], device.appSpeaksMedia, let ctx {
-            enqueue(id, .getMediaStatus, purpose: .refresh(ctx, mediaDone: true), now: now, &out)
-            return
-        }
-        if let ctx, let device = devices[id] {
-            respond(ctx, .success(.object(["state": .string(device.stateWord), "position": .num(device.estimatedPosition(now: now))])), &out)
         }
     }
 }

@@ -3,23 +3,23 @@ import CastClient
 import CastProtocol
 import NIOCore
 
-/// Runs one `CastOperation` of the bridge on a device client. Every path ends in exactly one
-/// result. The statuses that answer a request reach the bridge through the client's events
-/// (before this result), so a result says only whether the device confirmed, plus the data of
-/// a reply (an app message, a session state).
+/// Hands one `CastOperation` of the bridge to its device's client, as the client's requests
+/// (futures on the device's event loop). Every path ends in exactly one result. The statuses that
+/// answer a request reach the bridge as snapshots (before this result), so a result says only
+/// whether the device confirmed, plus the data of a reply (an app message, a session state).
 ///
-/// No task and no waiting: `start` hands the request to the device's event loop and returns;
+/// No task and no waiting: `dispatch` hands the request to the device's event loop and returns;
 /// the completion is called on that loop. The consumer thus never waits for a device, and a
 /// command reaches the device with one thread hop (consumer → the device's loop).
-enum OperationRunner {
-    static func start(_ operation: CastOperation, on client: CastDeviceClient,
-                      completion: @escaping @Sendable (Result<OperationResult, BridgeError>) -> Void) {
-        perform(operation, on: client.requests).whenComplete { result in
+enum OperationDispatch {
+    static func dispatch(_ operation: CastOperation, to client: CastDeviceClient,
+                         completion: @escaping @Sendable (Result<OperationResult, BridgeError>) -> Void) {
+        requests(for: operation, client.requests).whenComplete { result in
             completion(result.mapError(Adapt.bridgeError))
         }
     }
 
-    private static func perform(_ operation: CastOperation, on requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
+    private static func requests(for operation: CastOperation, _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
         switch operation.kind {
         case .getReceiverStatus:
             return done(requests.getReceiverStatus())
@@ -35,18 +35,19 @@ enum OperationRunner {
         case .setMuted(let muted):
             return done(requests.setMuted(muted))
         case .media(let request):
-            return done(requests.media(needsSession: false) { _ in request })
+            return done(requests.media(request))
         case .load(let request, let appId):
             return inApp(appId, .load(request), requests)
         case .queueLoad(let request, let appId):
             return inApp(appId, .queueLoad(request), requests)
         case .send(let namespace, let payload, let appId, let awaitReply):
-            let send: @Sendable () -> EventLoopFuture<CastPayload?> = { requests.sendAppMessage(namespace: namespace, payload: payload,
-                                                 awaitReply: awaitReply ? operation.timeout : nil) }
+            let send: @Sendable () -> EventLoopFuture<CastPayload?> = {
+                requests.sendAppMessage(namespace: namespace, payload: payload, awaitReply: awaitReply ? operation.timeout : nil)
+            }
             let reply = appId.map { requests.ensureApp($0).flatMap { _ in send() } } ?? send()
             return reply.map { $0.map(OperationResult.appMessage) ?? .done }
-        case .storeSession:
-            return requests.storeSession().map(OperationResult.sessionState)
+        case .storeSession(let mediaSessionId):
+            return requests.storeSession(mediaSessionId: mediaSessionId).map(OperationResult.sessionState)
         case .resumeSession(let state, let appId):
             return inApp(appId, .resumeSession(sessionState: state), requests)
         }
@@ -55,7 +56,7 @@ enum OperationRunner {
     /// Joins or launches `appId`, then sends `request` to it.
     private static func inApp(_ appId: String, _ request: MediaRequest,
                               _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
-        requests.ensureApp(appId).flatMap { _ in done(requests.media(needsSession: false) { _ in request }) }
+        requests.ensureApp(appId).flatMap { _ in done(requests.media(request)) }
     }
 
     private static func done<T>(_ future: EventLoopFuture<T>) -> EventLoopFuture<OperationResult> {

@@ -3,7 +3,7 @@ import Foundation
 
 /// Projects Cast state onto the retained documents of §4: `receiver`, `media`, `state`, `info`.
 /// Documents are JSONValue objects; `updated_at` is added by the publisher and never counts as change.
-enum MediaProjection {
+enum Documents {
     /// `off` (no app, or the idle screen), `idle` (an app, no media playing), `buffering`, `playing`, `paused`.
     static func stateWord(app: ReceiverApplication?, media: MediaStatus?) -> String {
         guard app != nil else { return "off" }
@@ -64,7 +64,7 @@ enum MediaProjection {
     }
 
     /// The `media` document. `position` is `estimatedPosition` when given (periodic republish).
-    static func mediaDocument(_ device: DeviceState, position: Double? = nil, positionAt: Date? = nil) -> JSONValue {
+    static func mediaDocument(_ device: DeviceRecord, position: Double? = nil, positionAt: Date? = nil) -> JSONValue {
         guard let status = device.media else {
             return .object(["state": .string(device.activeApp == nil ? "off" : "idle")])
         }
@@ -111,7 +111,7 @@ enum MediaProjection {
             "stream_type": .str(info?.streamType?.lowercased()),
             "duration": .num(info?.duration),
             "position": .num(position ?? status.currentTime),
-            "position_updated_at": .time(positionAt ?? device.positionUpdatedAt),
+            "position_updated_at": .time(positionAt ?? device.snapshot.positionAt),
             "playback_rate": .num(status.playbackRate),
             "title": .str(meta?.title),
             "subtitle": .str(meta?.subtitle),

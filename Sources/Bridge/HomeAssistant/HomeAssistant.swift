@@ -174,7 +174,7 @@ extension BridgeCore {
 
     static func node(_ id: DeviceID) -> String { "cast2mqtt_\(id)" }
 
-    func haDeviceBlock(_ d: DeviceState) -> JSONValue {
+    func haDeviceBlock(_ d: DeviceRecord) -> JSONValue {
         var block: [String: JSONValue] = [
             "identifiers": .array([.string(Self.node(d.id))]),
             "name": .string(d.descriptor.friendlyName),
@@ -205,7 +205,7 @@ extension BridgeCore {
          "payload_available": .string("online"), "payload_not_available": .string("offline")]
     }
 
-    func haAvailability(_ d: DeviceState) -> [String: JSONValue] {
+    func haAvailability(_ d: DeviceRecord) -> [String: JSONValue] {
         ["availability": .array([.object(["topic": .string(topics.bridgeState)]),
                                  .object(["topic": .string(topics.availability(d.topic))])]),
          "availability_mode": .string("all"),
@@ -269,11 +269,11 @@ extension BridgeCore {
 
     /// Every discovery config of one Cast device, as (topic, document).
     func discoveryConfigs(_ id: DeviceID) -> [(String, JSONValue)] {
-        guard let d = devices[id] else { return [] }
+        guard let d = registry[id] else { return [] }
         return discoveryConfigs(d)
     }
 
-    func discoveryConfigs(_ d: DeviceState) -> [(String, JSONValue)] {
+    func discoveryConfigs(_ d: DeviceRecord) -> [(String, JSONValue)] {
         let availability = haAvailability(d)
         return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: Self.haEntities,
                            device: haDeviceBlock(d), availability: { _ in availability })
@@ -288,32 +288,32 @@ extension BridgeCore {
     }
 
     mutating func publishDiscovery(_ id: DeviceID, force: Bool = false, _ out: inout BridgeOutput) {
-        guard let d = devices[id] else { return }
+        guard let d = registry[id] else { return }
         guard configuration.homeassistant.enabled else {
             // The device topics are still remembered, for removal after a restart.
-            remember(d, discovery: published.devices[id]?.discovery ?? [], &out)
+            publisher.remember(d, discovery: publisher.published.devices[id]?.discovery ?? [], &out)
             return
         }
         let configs = discoveryConfigs(id)
         // Configs of this device published before under other topics (the other discovery mode):
         // cleared first, so Home Assistant does not keep two copies of each entity.
         let current = Set(configs.map(\.0))
-        for stale in (published.devices[id]?.discovery ?? []).sorted() where !current.contains(stale) {
-            clearRetained(stale, &out)
+        for stale in (publisher.published.devices[id]?.discovery ?? []).sorted() where !current.contains(stale) {
+            publisher.clear(stale, &out)
         }
-        for (topic, doc) in configs { publishRetained(topic, doc, force: force, &out) }
-        remember(d, discovery: configs.map(\.0).sorted(), &out)
+        for (topic, doc) in configs { publisher.publish(topic, doc, force: force, &out) }
+        publisher.remember(d, discovery: configs.map(\.0).sorted(), &out)
     }
 
     mutating func publishBridgeDiscovery(force: Bool = false, _ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
         let configs = bridgeDiscoveryConfigs
         let current = Set(configs.map(\.0))
-        for stale in published.bridge.sorted() where !current.contains(stale) { clearRetained(stale, &out) }
-        for (topic, doc) in configs { publishRetained(topic, doc, force: force, &out) }
+        for stale in publisher.published.bridge.sorted() where !current.contains(stale) { publisher.clear(stale, &out) }
+        for (topic, doc) in configs { publisher.publish(topic, doc, force: force, &out) }
         let topics = configs.map(\.0).sorted()
-        if published.bridge != topics {
-            published.bridge = topics
+        if publisher.published.bridge != topics {
+            publisher.published.bridge = topics
             out.publishedChanged = true
         }
     }
@@ -322,11 +322,11 @@ extension BridgeCore {
     mutating func republishDiscovery(_ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
         publishBridgeDiscovery(force: true, &out)
-        for id in devices.keys.sorted() { publishDiscovery(id, force: true, &out) }
+        for id in registry.ids { publishDiscovery(id, force: true, &out) }
     }
 
     /// The config topics a device has now (for clearing it).
-    func discoveryTopics(_ d: DeviceState) -> [String] {
+    func discoveryTopics(_ d: DeviceRecord) -> [String] {
         configuration.homeassistant.enabled ? discoveryConfigs(d).map(\.0) : []
     }
 }

@@ -66,20 +66,13 @@ public enum BridgeInput: Sendable {
     case deviceDiscovered(DeviceDescriptor)
     case deviceUpdated(DeviceDescriptor)
     case deviceRemoved(DeviceID)
-    /// The Cast connection is up and the device answered (CastConnectionEvent.connected).
-    case castConnected(DeviceID)
-    /// The Cast connection ended; the I/O side reconnects with backoff on its own.
-    case castDisconnected(DeviceID, reason: String)
-    /// A RECEIVER_STATUS (solicited or broadcast).
-    case receiverStatus(DeviceID, ReceiverStatus)
-    /// A MEDIA_STATUS (solicited or broadcast); may be partial or empty.
-    case mediaStatus(DeviceID, [MediaStatus])
+    /// What the device's Cast client knows now: it came online, went offline, sent a new
+    /// receiver or media status (`CastSessionMachine`). Kept as it comes.
+    case device(DeviceID, DeviceSnapshot)
     /// A message from the running app on any namespace other than receiver/media/tp.*.
     case appMessage(DeviceID, namespace: String, payload: CastPayload)
-    /// The device CLOSEd the virtual connection of an app transport: that app's session ended.
-    case appSessionEnded(DeviceID, transportId: String)
-    /// An operation the bridge asked for finished.
-    case operationCompleted(OperationToken, Result<OperationResult, BridgeError>)
+    /// An operation the bridge asked of the device finished.
+    case operationCompleted(DeviceID, OperationToken, Result<OperationResult, BridgeError>)
     /// Clock tick (about once a second): timeouts, transfer windows, position republishing.
     case tick
     /// `online` arrived on `<discovery_prefix>/status` (also reachable through `.mqttMessage`).
@@ -87,8 +80,8 @@ public enum BridgeInput: Sendable {
 }
 
 /// What an operation answered with, beyond success. Device state is not here: the statuses that
-/// answer a request reach the bridge as `.receiverStatus` / `.mediaStatus` inputs, in the order
-/// the device sent them and before the operation's completion.
+/// answer a request reach the bridge as `.device` snapshots, in the order the device sent them
+/// and before the operation's completion.
 public enum OperationResult: Sendable, Hashable {
     /// The app's reply on the namespace (`send` with `awaitReply`).
     case appMessage(CastPayload)
@@ -168,8 +161,8 @@ public enum CastOperationKind: Sendable, Hashable {
     /// `namespace`. With `awaitReply`, complete with the next message of the app on that
     /// namespace (`.appMessage`), else with `.done` once written.
     case send(namespace: String, payload: CastPayload, appId: String?, awaitReply: Bool)
-    /// Media STORE_SESSION to the joined app -> `.sessionState`.
-    case storeSession(mediaSessionId: Int?)
+    /// Media STORE_SESSION of that media session -> `.sessionState`.
+    case storeSession(mediaSessionId: Int)
     /// Launch `appId` unless it runs, join it, media RESUME_SESSION (the status arrives as an event).
     case resumeSession(sessionState: JSONValue, appId: String)
 }

@@ -6,7 +6,7 @@ import CastProtocol
 /// percent-encoded (`urn:x-cast:a/b` -> `message/urn:x-cast:a%2Fb`).
 extension BridgeCore {
     mutating func appMessage(_ id: DeviceID, namespace: String, payload: CastPayload, _ out: inout BridgeOutput) {
-        guard let device = devices[id], !CastNamespace.isPlatform(namespace) else { return }
+        guard let device = registry[id], !CastNamespace.isPlatform(namespace) else { return }
         guard namespace.hasPrefix(CastNamespace.prefix), namespace.utf8.count <= 256 else {
             out.debugLogs.append("\(device.topic): dropping a message on a namespace that is not urn:x-cast:… or over 256 bytes")
             return

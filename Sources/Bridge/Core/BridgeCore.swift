@@ -1,0 +1,125 @@
+import CastProtocol
+import Foundation
+
+/// The domain core: a thin router in front of parts that each own their state —
+///
+/// | part | owns |
+/// |---|---|
+/// | `DeviceRegistry` (Devices/) | the devices, their topic names, the newest snapshot of each |
+/// | `WorkScheduler` (Work/) | per-device order: operations in flight, waiting work, deadlines, the startup hold |
+/// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing |
+/// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements |
+/// | Home Assistant discovery (HomeAssistant/) | nothing: configs are computed from a device record |
+///
+/// Feed every input through `handle(_:now:)` from one task, in order; apply the returned
+/// publications, then run the returned operations, feeding each one's completion back. It never
+/// does I/O and never reads a clock.
+public struct BridgeCore: Sendable {
+    public let configuration: BridgeConfiguration
+    public let topics: TopicGrammar
+    let parser: CommandParser
+    let startedAt: Date
+
+    var registry = DeviceRegistry()
+    var scheduler: WorkScheduler
+    var publisher = RetainedPublisher()
+    var transfers: TransferJobs
+    var announcements: AnnounceJobs
+    var sessions = RestoredSessions()
+    var mqttConnects = 0
+    /// MQTT messages answered `busy` because the bridge's input queue was full.
+    var mqttBusyRejections = 0
+    /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
+    public var inputOverload: [String: Int] = [:]
+
+    public init(configuration: BridgeConfiguration, startedAt: Date) {
+        self.configuration = configuration
+        self.topics = TopicGrammar(base: configuration.mqtt.baseTopic,
+                                   discoveryPrefix: configuration.homeassistant.discoveryPrefix)
+        self.parser = CommandParser(configuration: configuration)
+        self.startedAt = startedAt
+        self.scheduler = WorkScheduler(requestTimeout: configuration.cast.requestTimeout, startedAt: startedAt,
+                                       maxPayload: configuration.mqtt.maxPayload)
+        self.transfers = TransferJobs(window: configuration.cast.transferWindow)
+        self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
+    }
+
+    /// Commands that may wait for a busy device; past this a command is answered `busy`.
+    public static var maxWaitingCommands: Int { WorkScheduler.maxWaitingCommands }
+
+    /// Topic filters the MQTT side subscribes to (after every connect).
+    public var subscriptions: [String] { topics.subscriptions(homeAssistant: configuration.homeassistant.enabled) }
+
+    /// The retained `offline` the MQTT side sets as its last will on `bridge/state`.
+    public var lastWill: Publication { Publication(topic: topics.bridgeState, text: "offline", retain: true) }
+
+    public mutating func handle(_ input: BridgeInput, now: Date) -> BridgeOutput {
+        var out = BridgeOutput()
+        switch input {
+        case .mqttConnected: mqttConnected(now: now, &out)
+        case .mqttMessage(let topic, let payload, let responseTopic, let correlation):
+            mqttMessage(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
+        case .mqttOverloaded(let topic, let payload, let responseTopic, let correlation):
+            mqttOverloaded(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
+        case .deviceDiscovered(let d), .deviceUpdated(let d): deviceSeen(d, now: now, &out)
+        case .deviceRemoved(let id): deviceRemoved(id, now: now, &out)
+        case .device(let id, let snapshot): snapshotArrived(id, snapshot, now: now, &out)
+        case .appMessage(let id, let namespace, let payload): appMessage(id, namespace: namespace, payload: payload, &out)
+        case .operationCompleted(_, let token, let result): operationCompleted(token, result, now: now, &out)
+        case .tick: tick(now: now, &out)
+        case .homeAssistantOnline: republishDiscovery(&out)
+        }
+        return out
+    }
+
+    /// What to publish on a clean shutdown (after the devices' availability goes offline).
+    public mutating func shutdown(now: Date = Date()) -> BridgeOutput {
+        var out = BridgeOutput()
+        // Every command still waiting gets its one answer.
+        let stopping = BridgeError(.internal, "the bridge is shutting down")
+        for id in registry.ids { drainWaiting(id, stopping, now: now, &out) }
+        for op in scheduler.abandonAll() { continueAfter(op, .failure(stopping), now: now, &out) }
+        // Follow-up steps of jobs that just failed must not start anything either.
+        for id in scheduler.deviceIDsWithWork { drainWaiting(id, stopping, now: now, &out) }
+        out.operations.removeAll()
+        for id in registry.ids {
+            publisher.publishText(topics.availability(registry.topicName(id)), "offline", &out)
+        }
+        out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
+        return out
+    }
+
+    mutating func tick(now: Date, _ out: inout BridgeOutput) {
+        for op in scheduler.expiredOperations(now: now) {
+            continueAfter(op, .failure(BridgeError(.timeout, "the device did not answer within \(formatSeconds(configuration.cast.requestTimeout)) s")),
+                          now: now, &out)
+            startNext(op.deviceID, now: now, &out)
+        }
+        for ctx in scheduler.expiredCommands(now: now) {
+            respond(ctx, .failure(BridgeError(.timeout, "the command expired before it could be sent")), &out)
+        }
+        if publisher.bridgeTopicsPending { bridgeTopicsChanged(now: now, &out) }
+        releaseHeld(device: nil, now: now, &out)
+        transfers.expireCandidates(now: now)
+        apply(announcements.tick(now: now, devices: registry), now: now, &out)
+        republishPositions(now: now, &out)
+    }
+
+    /// After every broker (re)connect: bridge state online first, then every retained topic.
+    mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
+        mqttConnects += 1
+        out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
+        publisher.record(topics.bridgeState, text: "online")
+        bridgeTopicsChanged(now: now, force: true, &out)
+        for id in registry.ids { publishDevice(id, now: now, &out) }
+        clearGoneDevices(&out)
+        publishBridgeDiscovery(&out)
+        for id in registry.ids { publishDiscovery(id, &out) }
+        publisher.republishRest(&out)
+    }
+}
+
+/// Seconds for a message: `10`, `2.5`; any value, also one a device made up (`1e19`), prints.
+func formatSeconds(_ s: Double) -> String {
+    Int(jsonNumber: s).map(String.init) ?? String(s)
+}

@@ -1,0 +1,113 @@
+import CastProtocol
+import Foundation
+
+/// The router's device inputs: discovery adds, updates and removes devices (registry), a Cast
+/// client's snapshot is kept as it comes (registry) and what it changed goes to the parts that
+/// react: events, the scheduler (a device that went offline has its work answered), the jobs,
+/// the retained documents.
+extension BridgeCore {
+    mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
+        // include/exclude is Discovery's: a device that reaches the core is admitted.
+        if let added = registry.add(d) {
+            out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
+            publishDevice(d.id, now: now, &out)
+            publishBridgeEvent("device_added", added, now: now, &out)
+        } else {
+            guard registry.update(d), let device = registry[d.id] else { return }
+            publisher.publish(topics.info(device.topic), Documents.infoDocument(d, topic: device.topic), &out)
+            publishBridgeEvent("device_updated", device, now: now, &out)
+        }
+        bridgeTopicsChanged(now: now, &out)
+        publishDiscovery(d.id, &out)
+    }
+
+    /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
+    mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard registry[id] != nil else { return }
+        failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
+        guard let device = registry.remove(id) else { return }
+        publisher.forget(id, topic: device.topic, discovery: discoveryTopics(device), topics: topics, &out)
+        out.forgotten.append(id)
+        publishBridgeEvent("device_removed", device, now: now, &out)
+        bridgeTopicsChanged(now: now, &out)
+    }
+
+    private mutating func publishBridgeEvent(_ type: String, _ d: DeviceRecord, now: Date, _ out: inout BridgeOutput) {
+        publishBridgeEvent(["type": .string(type), "id": .string(d.id), "name": .string(d.descriptor.friendlyName),
+                            "topic": .string(d.topic)], now: now, &out)
+    }
+
+    /// A snapshot from the device's Cast client: kept, and what it changed is acted on.
+    mutating func snapshotArrived(_ id: DeviceID, _ snapshot: DeviceSnapshot, now: Date, _ out: inout BridgeOutput) {
+        guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
+        switch change.link {
+        case .cameOnline(let downtime)?:
+            publishAvailability(id, &out)
+            if let downtime {
+                publishDeviceEvent(id, ["type": .string("reconnected"), "downtime": .number((downtime * 1000).rounded() / 1000)],
+                                   now: now, &out)
+            } else {
+                publishDeviceEvent(id, ["type": .string("connected")], now: now, &out)
+            }
+            releaseHeld(device: device.topic, now: now, &out)
+            bridgeTopicsChanged(now: now, &out)
+        case .wentOffline(let reason)?:
+            failAllWork(id, BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))"), now: now, &out)
+            publishAvailability(id, &out)
+            publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)
+            bridgeTopicsChanged(now: now, &out)
+        case nil:
+            break
+        }
+        if change.sessionChanged {
+            if change.oldMedia != nil, change.newMedia == nil { transfers.sessionEnded(change, now: now) }
+            sessionEvents(change, now: now, &out)
+            out.sessionsChanged = true
+        } else if change.mediaChanged, change.oldMedia != nil, change.newMedia == nil {
+            // The app's transport closed: its media session is over.
+            transfers.sessionEnded(change, now: now)
+        }
+        if change.mediaChanged {
+            mediaEvents(change, now: now, &out)
+            apply(announcements.observe(change, device: device, now: now), now: now, &out)
+        }
+        publishDeviceState(id, now: now, &out)
+    }
+
+    // MARK: - Retained device documents
+
+    mutating func publishAvailability(_ id: DeviceID, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publisher.publishText(topics.availability(device.topic), device.online ? "online" : "offline", &out)
+    }
+
+    /// Every retained topic of a device (change-only).
+    mutating func publishDevice(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publishAvailability(id, &out)
+        publisher.publish(topics.info(device.topic), Documents.infoDocument(device.descriptor, topic: device.topic), &out)
+        publishDeviceState(id, now: now, &out)
+    }
+
+    /// receiver, media and state documents (change-only; `updated_at` is not content).
+    mutating func publishDeviceState(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publisher.publish(topics.receiver(device.topic), Documents.receiverDocument(device.receiver),
+                          stamp: device.receiverUpdatedAt ?? now, &out)
+        publisher.publish(topics.media(device.topic), Documents.mediaDocument(device),
+                          stamp: device.media != nil ? (device.mediaUpdatedAt ?? now) : nil, &out)
+        publisher.publishText(topics.state(device.topic), device.stateWord, &out)
+    }
+
+    /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.
+    mutating func republishPositions(now: Date, _ out: inout BridgeOutput) {
+        let interval = configuration.media.positionInterval
+        guard interval > 0 else { return }
+        for id in registry.ids {
+            guard let device = registry[id], device.online, device.media?.playerState == "PLAYING",
+                  publisher.positionDue(id, since: device.snapshot.positionAt, interval: interval, now: now) else { continue }
+            let doc = Documents.mediaDocument(device, position: device.position(at: now), positionAt: now)
+            publisher.publish(topics.media(device.topic), doc, stamp: now, force: true, &out)
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import CastProtocol
+import Foundation
+
+/// Everything retained: what was last published on each retained topic (for change-only
+/// publishing and for republishing after a broker reconnect), what was published per device
+/// (`state_dir/published.json`, so a device gone after a restart is cleared), and the pacing of
+/// `bridge/info` and `bridge/devices`. Owns that state; nothing else writes retained topics.
+struct RetainedPublisher: Sendable {
+    /// Retained topics as last published: content without timestamps (for change detection) and
+    /// the full payload (for republishing after a broker reconnect).
+    private var retained: [String: (content: [UInt8], payload: [UInt8])] = [:]
+    /// What is retained per device, and the devices gone since the last run.
+    var published = PublishedSnapshot()
+    var goneAtStart: [DeviceID] = []
+    /// `bridge/info` and `bridge/devices` are O(devices) to build and to send: a storm of device
+    /// events (a thousand devices coming back after a Wi-Fi outage) publishes them at most once a
+    /// second, the rest on the next tick.
+    private var bridgeTopicsDirty = false
+    private var lastBridgeTopicsPublish: Date?
+    /// With `media.position_interval`: when each playing device's position was last republished.
+    private var lastPositionPublish: [DeviceID: Date] = [:]
+
+    /// Publishes a retained JSON document when its content (without `ignoring`) changed,
+    /// adding `updated_at: stamp` when given. True when it published.
+    @discardableResult
+    mutating func publish(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, ignoring: Set<String> = [],
+                          force: Bool = false, _ out: inout BridgeOutput) -> Bool {
+        let content = JSONOutput.bytes(ignoring.isEmpty ? doc : doc.removing(ignoring))
+        if !force, retained[topic]?.content == content { return false }
+        var payload = content
+        if let stamp, case .object(var o) = doc {
+            o["updated_at"] = .time(stamp)
+            payload = JSONOutput.bytes(.object(o))
+        } else if !ignoring.isEmpty {
+            payload = JSONOutput.bytes(doc)
+        }
+        retained[topic] = (content, payload)
+        out.publish(Publication(topic: topic, payload: payload, retain: true))
+        return true
+    }
+
+    mutating func publishText(_ topic: String, _ text: String, _ out: inout BridgeOutput) {
+        let bytes = Array(text.utf8)
+        if retained[topic]?.content == bytes { return }
+        retained[topic] = (bytes, bytes)
+        out.publish(Publication(topic: topic, payload: bytes, retain: true))
+    }
+
+    /// Records `text` as published on `topic` (the caller published it itself).
+    mutating func record(_ topic: String, text: String) {
+        retained[topic] = (Array(text.utf8), Array(text.utf8))
+    }
+
+    /// Clears a retained topic (empty retained payload).
+    mutating func clear(_ topic: String, _ out: inout BridgeOutput) {
+        retained.removeValue(forKey: topic)
+        out.publish(Publication(topic: topic, payload: [], retain: true))
+    }
+
+    /// After a broker (re)connect: every retained topic not already in `out`, as last published.
+    func republishRest(_ out: inout BridgeOutput) {
+        let already = Set(out.publications.map(\.topic))
+        for topic in retained.keys.sorted() where !already.contains(topic) {
+            if let entry = retained[topic] { out.publish(Publication(topic: topic, payload: entry.payload, retain: true)) }
+        }
+    }
+
+    // MARK: - Pacing
+
+    /// True when `bridge/info` and `bridge/devices` should go out now; otherwise they are marked
+    /// for the next tick.
+    mutating func bridgeTopicsDue(now: Date, force: Bool = false) -> Bool {
+        if !force, let last = lastBridgeTopicsPublish, now.timeIntervalSince(last) < 1, now >= last {
+            bridgeTopicsDirty = true
+            return false
+        }
+        bridgeTopicsDirty = false
+        lastBridgeTopicsPublish = now
+        return true
+    }
+
+    var bridgeTopicsPending: Bool { bridgeTopicsDirty }
+
+    /// True when a playing device's position is due for republishing (and records it).
+    mutating func positionDue(_ id: DeviceID, since changed: Date?, interval: Double, now: Date) -> Bool {
+        let last = [lastPositionPublish[id], changed].compactMap { $0 }.max()
+        if let last, now.timeIntervalSince(last) < interval { return false }
+        lastPositionPublish[id] = now
+        return true
+    }
+
+    // MARK: - What is retained per device (state_dir)
+
+    /// Records what is retained for a device now.
+    mutating func remember(_ d: DeviceRecord, discovery: [String], _ out: inout BridgeOutput) {
+        let entry = PublishedSnapshot.Device(topic: d.topic, name: d.descriptor.friendlyName,
+                                             source: d.descriptor.source.rawValue, discovery: discovery)
+        if published.devices[d.id] != entry {
+            published.devices[d.id] = entry
+            out.publishedChanged = true
+        }
+    }
+
+    /// Clears everything retained for a device the bridge published before (by this or an
+    /// earlier run), each topic once: discovery configs first (remembered ones and `discovery`;
+    /// Home Assistant then drops the entities), then the device topics.
+    mutating func forget(_ id: DeviceID, topic: String?, discovery: [String] = [], topics: TopicGrammar,
+                         _ out: inout BridgeOutput) {
+        let entry = published.devices.removeValue(forKey: id)
+        if entry != nil { out.publishedChanged = true }
+        lastPositionPublish.removeValue(forKey: id)
+        for t in Set((entry?.discovery ?? []) + discovery).sorted() { clear(t, &out) }
+        var names = Set<String>()
+        if let name = entry?.topic { names.insert(name) }
+        if let topic { names.insert(topic) }
+        for name in names.sorted() {
+            for leaf in PublishedSnapshot.retainedDeviceLeaves { clear(topics.device(name, leaf), &out) }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+
+/// What one device's Cast connection knows about the device's session, as a value: the receiver
+/// status, the app session it joined, the media status of that session (partial statuses merged
+/// over the previous one), the transports that closed on it, group membership. It takes what
+/// arrived (`receiverStatus`, `mediaStatus`, `transportClosed`, `multizone`, the connection
+/// answering or ending) and returns actions; the client runs them, as it runs the connection
+/// state machine's. Time comes in as a parameter; nothing here does I/O.
+///
+/// Its output upwards is `.publish(DeviceSnapshot)`: the whole device, each time something a
+/// consumer can see changed, never twice the same. That is the one duplicate rule of the bridge:
+/// a status equal to the last one, or one whose position only follows from the last one (a
+/// reply and the broadcast of the same status, sent milliseconds apart, say the same thing), is
+/// no change.
+///
+/// Rules:
+/// - Joining: when the receiver shows an app with a transport, the machine joins it (CONNECT,
+///   and media GET_STATUS when the app speaks the media namespace); it never launches or
+///   reloads anything to get there.
+/// - A transport that closed on us is not joined again until the device shows another session
+///   (a device that refuses our CONNECT answers it with CLOSE; rejoining would loop).
+/// - The media belongs to one app session: when the receiver shows another session (or none),
+///   or the joined transport closes, the media is gone.
+/// - Offline keeps the last known receiver and media (a consumer shows the last known state);
+///   a new connection starts a new generation and replaces them as the device answers.
+public struct CastSessionMachine: Sendable {
+    public enum Action: Sendable, Hashable {
+        /// Open a virtual connection to the app's transport; with `askMedia`, ask its media status.
+        case join(transport: String, askMedia: Bool)
+        /// Close the virtual connection to a transport that is no longer the session's.
+        case leave(transport: String)
+        /// The transport closed on us: forget it (nothing to send).
+        case forget(transport: String)
+        /// Ask the platform for its receiver status (the joined app's transport closed).
+        case askReceiverStatus
+        /// Ask the multizone status (a group, on every connection).
+        case askMultizoneStatus
+        /// The device changed: here is all of it.
+        case publish(DeviceSnapshot)
+    }
+
+    /// A position closer than this to where the last one would be by now is no change.
+    public static let positionTolerance = 0.5
+
+    /// Whether the device is a speaker group (its multizone status is asked on every connection).
+    public let isGroup: Bool
+    private var snapshot = DeviceSnapshot()
+    private var lastPublished: DeviceSnapshot?
+    /// The current connection's platform answered; `link` turns online with its first status.
+    private var answered = false
+    private var joined: ReceiverApplication?
+    private var closedTransports: Set<String> = []
+
+    public init(isGroup: Bool = false) {
+        self.isGroup = isGroup
+    }
+
+    /// The app session joined on the current connection.
+    public var joinedApp: ReceiverApplication? { joined }
+    /// The media status of the joined app's session.
+    public var media: MediaStatus? { snapshot.media }
+    public var receiver: ReceiverStatus? { snapshot.receiver }
+    public var current: DeviceSnapshot { snapshot }
+
+    // MARK: - Events
+
+    /// The receiver platform answered on a new connection (its first status follows).
+    public mutating func connectionAnswered() -> [Action] {
+        answered = true
+        joined = nil
+        closedTransports.removeAll()
+        snapshot.generation += 1
+        return isGroup ? [.askMultizoneStatus] : []
+    }
+
+    /// A connection that had answered ended. The last known state stays.
+    public mutating func disconnected(_ reason: CastDisconnectReason, silentSince: Date?) -> [Action] {
+        answered = false
+        joined = nil
+        closedTransports.removeAll()
+        snapshot.link = .offline(reason: reason, silentSince: silentSince)
+        return publishIfChanged()
+    }
+
+    /// A RECEIVER_STATUS (a reply or a broadcast).
+    public mutating func receiverStatus(_ status: ReceiverStatus, now: Date) -> [Action] {
+        var actions: [Action] = []
+        let previous = snapshot.receiver?.activeApp
+        let app = status.activeApp
+        snapshot.receiver = status
+        if answered { snapshot.link = .online }
+        if previous?.sessionId != app?.sessionId || previous?.appId != app?.appId { clearMedia() }
+        if let old = joined, old.sessionId != app?.sessionId || old.transportId != app?.transportId {
+            if let transport = old.transportId { actions.append(.leave(transport: transport)) }
+            joined = nil
+            clearMedia()
+        }
+        if let app, let transport = app.transportId {
+            if !closedTransports.contains(transport) {
+                closedTransports.removeAll()
+                if joined == nil {
+                    actions.append(.join(transport: transport, askMedia: app.namespaces.contains(CastNamespace.media)))
+                }
+                joined = app
+            }
+        } else {
+            closedTransports.removeAll()
+        }
+        return actions + publishIfChanged()
+    }
+
+    /// A MEDIA_STATUS from the joined app's transport: its first entry, nil for an empty list.
+    public mutating func mediaStatus(_ status: MediaStatus?, now: Date) -> [Action] {
+        guard joined != nil else { return [] }
+        guard let status else {
+            clearMedia()
+            return publishIfChanged()
+        }
+        let old = snapshot.media
+        let merged = status.merged(over: old)
+        guard merged != old, !onlyPositionFollows(merged, old, now: now) else { return [] }
+        if old == nil || old?.currentTime != merged.currentTime || old?.playerState != merged.playerState
+            || old?.playbackRate != merged.playbackRate || old?.mediaSessionId != merged.mediaSessionId {
+            snapshot.positionAt = now
+        }
+        snapshot.media = merged
+        return publishIfChanged()
+    }
+
+    /// The device CLOSEd the virtual connection of `endpoint`: when it is the joined app's, that
+    /// session is over (the platform is asked what runs now).
+    public mutating func transportClosed(_ endpoint: String) -> [Action] {
+        guard let app = joined, app.transportId == endpoint else { return [] }
+        closedTransports.insert(endpoint)
+        joined = nil
+        clearMedia()
+        return [.forget(transport: endpoint)] + publishIfChanged() + [.askReceiverStatus]
+    }
+
+    /// A message on the multizone namespace.
+    public mutating func multizone(_ message: MultizoneMessage) -> [Action] {
+        var state = snapshot.multizone ?? MultizoneState()
+        switch message {
+        case .status(_, let devices, let isMultichannel, _):
+            state.members = devices
+            state.isMultichannel = isMultichannel ?? false
+        case .deviceAdded(let device), .deviceUpdated(let device):
+            if let index = state.members.firstIndex(where: { $0.deviceId == device.deviceId }) {
+                state.members[index] = device
+            } else {
+                state.members.append(device)
+            }
+        case .deviceRemoved(let id):
+            state.members.removeAll { $0.deviceId == id }
+        case .getStatus, .playbackSessionUpdated, .unknown:
+            return []
+        }
+        snapshot.multizone = state
+        return publishIfChanged()
+    }
+
+    // MARK: - Helpers
+
+    private mutating func clearMedia() {
+        snapshot.media = nil
+        snapshot.positionAt = nil
+    }
+
+    /// True when `new` differs from `old` only in a position that follows from `old`'s while
+    /// playing at the same rate.
+    private func onlyPositionFollows(_ new: MediaStatus, _ old: MediaStatus?, now: Date) -> Bool {
+        guard var old, old.playerState == "PLAYING", new.playerState == "PLAYING",
+              let position = new.currentTime, let expected = snapshot.position(at: now) else { return false }
+        old.currentTime = new.currentTime
+        guard old == new else { return false }
+        return abs(expected - position) < Self.positionTolerance
+    }
+
+    /// Publishes the snapshot when it changed and says something true of a connection: online
+    /// (answered and its first status arrived) or offline. Between a new connection's answer and
+    /// its first status nothing is published (the link would still say offline).
+    private mutating func publishIfChanged() -> [Action] {
+        let settled = snapshot.link != .unknown && answered == (snapshot.link == .online)
+        guard settled, snapshot != lastPublished else { return [] }
+        lastPublished = snapshot
+        return [.publish(snapshot)]
+    }
+}
