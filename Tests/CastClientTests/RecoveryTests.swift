@@ -4,6 +4,7 @@ import CastProtocol
 import CastSimulator
 import NIOCore
 import Testing
+import TestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct RecoveryTests {
@@ -15,12 +16,17 @@ struct RecoveryTests {
         #expect(h.device.counters.launches == 1)
         #expect(h.device.counters.loads == 1)
         await h.log.clear()
+        let mediaQueries = h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count
 
         await h.device.dropConnections()
         #expect(await h.log.wait { $0.isDisconnected })
         #expect(await h.log.wait { $0.isConnected })
-        #expect(await h.log.wait { $0.startedApp == CastAppID.defaultMediaReceiver })
-        #expect(await h.log.wait { $0.mediaState == "PLAYING" })
+        // The running session is joined again and its media read on the new connection.
+        #expect(await waitUntil(timeout: .seconds(10)) { await h.client.snapshot.joinedApp?.appId == CastAppID.defaultMediaReceiver })
+        #expect(await waitUntil(timeout: .seconds(10)) {
+            h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count > mediaQueries
+        })
+        #expect(await h.client.snapshot.device.media?.playerState == "PLAYING")
         // Joined, not relaunched or reloaded.
         #expect(h.device.counters.launches == 1)
         #expect(h.device.counters.loads == 1)
@@ -153,7 +159,7 @@ struct RecoveryTests {
         #expect(await h.log.wait { $0.isConnected })
         // The client joins the running app once, is refused (CLOSE from the transport), asks
         // the platform what runs, sees the same session, and leaves it alone.
-        #expect(await h.log.wait { if case .appSessionEnded = $0 { true } else { false } })
+        #expect(await h.log.wait { $0 == .mediaStatus([]) }, "the refused session's media is gone")
         try await Task.sleep(for: .milliseconds(800))
         let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
         let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")

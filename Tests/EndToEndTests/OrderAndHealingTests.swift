@@ -10,6 +10,51 @@ import TestSupport
 /// winning).
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct EndToEndOrderAndHealingTests {
+    /// Under load a reconnected device used to stay `offline`: past the input queue's soft limit
+    /// the first status of its new connection replaced an older status queued before the
+    /// disconnect, so the core saw the new connection's status before the connection itself and
+    /// the client never sent an identical status again. The consumer is blocked while the queue
+    /// fills past its soft limit (4 096) and the device reconnects; afterwards it must be online.
+    @Test func aDeviceThatReconnectsUnderLoadComesBackOnline() async throws {
+        try await withBridge(devices: ["Living Room TV"], environment: ["CAST2MQTT_TEST_HOOKS": "1"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            let tv = h.devices[0]
+            let availability = h.topic("living_room_tv", "availability")
+            let seen = h.observer.messages(on: availability).count
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/bridge/request/debug_stall", payload: Array("8".utf8),
+                                             qos: .atLeastOnce))
+            let stalled = await waitUntil(timeout: .seconds(10)) { h.log.contains("stalling the consumer loop") }
+            try #require(stalled, "the test hook did not run; log:\n\(h.log.suffix(2000))")
+            // A status of the device waits in the queue, then enough input to pass the soft limit
+            // (messages the bridge reads and ignores), then the connection drops and comes back.
+            await tv.setVolumeRemotely(level: 0.31)
+            for _ in 0..<4_600 {
+                try h.client.publish(MQTTMessage(topic: "homeassistant/status", payload: Array("x".utf8), qos: .atMostOnce))
+            }
+            let accepted = tv.counters.connectionsAccepted
+            let statusRequests = tv.received(namespace: CastNamespace.receiver, type: "GET_STATUS").count
+            await tv.dropConnections()
+            let answered = await waitUntil(timeout: .seconds(6)) {
+                tv.counters.connectionsAccepted > accepted
+                    && tv.received(namespace: CastNamespace.receiver, type: "GET_STATUS").count > statusRequests
+            }
+            try #require(answered, "the device did not reconnect while the consumer was blocked")
+            // Once the consumer runs again: offline (the drop), then online (the new connection).
+            let offline = await waitUntil(timeout: .seconds(30)) {
+                h.observer.messages(on: availability).dropFirst(seen).contains { String(decoding: $0.payload, as: UTF8.self) == "offline" }
+            }
+            #expect(offline, "the disconnect was never published; log:\n\(h.log.suffix(2000))")
+            let online = await waitUntil(timeout: .seconds(20)) {
+                let after = h.observer.messages(on: availability).dropFirst(seen).map { String(decoding: $0.payload, as: UTF8.self) }
+                return after.contains("offline") && after.last == "online"
+            }
+            let trail = h.observer.messages(on: availability).dropFirst(seen).map { String(decoding: $0.payload, as: UTF8.self) }
+            #expect(online, "the device stayed offline after reconnecting under load; availability since the stall: \(trail)")
+            let reply = try await h.command("living_room_tv", "volume", "25")
+            #expect(reply.status == "ok", "\(reply)")
+        }
+    }
+
     /// A device that loses the first CONNECT and GET_STATUS of every connection (booting, a
     /// congested Wi-Fi) but answers PINGs used to stay offline for good.
     @Test func aDeviceThatLosesTheHandshakeComesOnline() async throws {
