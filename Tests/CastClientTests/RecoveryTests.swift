@@ -9,120 +9,115 @@ import TestSupport
 @Suite(.timeLimit(.minutes(1)))
 struct RecoveryTests {
     @Test func dropReconnectsAndRejoinsWithoutRelaunching() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        try await h.playSomething()
-        #expect(h.device.counters.launches == 1)
-        #expect(h.device.counters.loads == 1)
-        await h.log.clear()
-        let mediaQueries = h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count
+        try await withHarness { h in
+            try await h.connect()
+            try await h.playSomething()
+            #expect(h.device.counters.launches == 1)
+            #expect(h.device.counters.loads == 1)
+            await h.log.clear()
+            let mediaQueries = h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count
 
-        await h.device.dropConnections()
-        #expect(await h.log.wait { $0.isDisconnected })
-        #expect(await h.log.wait { $0.isConnected })
-        // The running session is joined again and its media read on the new connection.
-        #expect(await waitUntil(timeout: .seconds(10)) { await h.client.snapshot.joinedApp?.appId == CastAppID.defaultMediaReceiver })
-        #expect(await waitUntil(timeout: .seconds(10)) {
-            h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count > mediaQueries
-        })
-        #expect(await h.client.snapshot.device.media?.playerState == "PLAYING")
-        // Joined, not relaunched or reloaded.
-        #expect(h.device.counters.launches == 1)
-        #expect(h.device.counters.loads == 1)
-        #expect(h.device.counters.connectionsAccepted >= 2)
-        // Commands work on the new connection with the rejoined media session.
-        let paused = try await h.client.media { .pause(mediaSessionId: $0) }
-        #expect(paused?.playerState == "PAUSED")
+            await h.device.dropConnections()
+            #expect(await h.log.wait { $0.isDisconnected })
+            #expect(await h.log.wait { $0.isConnected })
+            // The running session is joined again and its media read on the new connection.
+            #expect(await waitUntil(timeout: .seconds(10)) { await h.client.snapshot.joinedApp?.appId == CastAppID.defaultMediaReceiver })
+            #expect(await waitUntil(timeout: .seconds(10)) {
+                h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count > mediaQueries
+            })
+            #expect(await h.client.snapshot.device.media?.playerState == "PLAYING")
+            // Joined, not relaunched or reloaded.
+            #expect(h.device.counters.launches == 1)
+            #expect(h.device.counters.loads == 1)
+            #expect(h.device.counters.connectionsAccepted >= 2)
+            // Commands work on the new connection with the rejoined media session.
+            let paused = try await h.client.media { .pause(mediaSessionId: $0) }
+            #expect(paused?.playerState == "PAUSED")
+        }
     }
 
     @Test func silenceIsDetectedWithinTheHeartbeatTimeout() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        await h.log.clear()
-        let clock = ContinuousClock()
-        let start = clock.now
-        await h.device.silence()
-        #expect(await h.log.wait(timeout: .seconds(5)) { $0.disconnectReason == .heartbeatTimeout })
-        let elapsed = clock.now - start
-        // The reason proves the heartbeat found it; the bound (timeout 1 s, generous slack for a
-        // loaded CI machine) proves it was not some much later socket timeout.
-        #expect(elapsed < .seconds(5), "silence detected after \(elapsed)")
-        await h.device.resume()
-        #expect(await h.log.wait { $0.isConnected })
+        try await withHarness { h in
+            try await h.connect()
+            await h.log.clear()
+            await h.device.silence()
+            // The reason proves the heartbeat found it, not some later socket timeout.
+            #expect(await h.log.wait(timeout: .seconds(5)) { $0.disconnectReason == .heartbeatTimeout })
+            await h.device.resume()
+            #expect(await h.log.wait { $0.isConnected })
+        }
     }
 
     @Test func garbageFrameDropsAndReestablishes() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        await h.log.clear()
-        await h.device.sendGarbageFrame()
-        #expect(await h.log.wait {
-            if case .disconnected(.protocolError) = $0 { return true } else { return false }
-        })
-        #expect(await h.log.wait { $0.isConnected })
-        _ = try await h.client.requests.getReceiverStatus().get()
+        try await withHarness { h in
+            try await h.connect()
+            await h.log.clear()
+            await h.device.sendGarbageFrame()
+            #expect(await h.log.wait {
+                if case .disconnected(.protocolError) = $0 { return true } else { return false }
+            })
+            #expect(await h.log.wait { $0.isConnected })
+            _ = try await h.client.requests.getReceiverStatus().get()
+        }
     }
 
     @Test func oversizedFrameDropsAndReestablishes() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        await h.log.clear()
-        await h.device.sendOversizedFrameHeader()
-        #expect(await h.log.wait {
-            if case .disconnected(.protocolError(let why)) = $0 { return why.contains("65536") } else { return false }
-        })
-        #expect(await h.log.wait { $0.isConnected })
+        try await withHarness { h in
+            try await h.connect()
+            await h.log.clear()
+            await h.device.sendOversizedFrameHeader()
+            #expect(await h.log.wait {
+                if case .disconnected(.protocolError(let why)) = $0 { return why.contains("65536") } else { return false }
+            })
+            #expect(await h.log.wait { $0.isConnected })
+        }
     }
 
     @Test func requestTimesOutWhenTheDeviceDoesNotAnswer() async throws {
         let config = CastConnectionConfiguration(heartbeatInterval: .seconds(5), heartbeatTimeout: .seconds(20),
                                                  requestTimeout: .milliseconds(300))
-        let h = try await Harness(configuration: config)
-        defer { Task { await h.close() } }
-        try await h.connect()
-        await h.device.silence()
-        do {
-            _ = try await h.client.requests.getReceiverStatus().get()
-            Issue.record("a silent device answered")
-        } catch let error as CastError {
-            #expect(error.code == .timeout)
+        try await withHarness(configuration: config) { h in
+            try await h.connect()
+            await h.device.silence()
+            do {
+                _ = try await h.client.requests.getReceiverStatus().get()
+                Issue.record("a silent device answered")
+            } catch let error as CastError {
+                #expect(error.code == .timeout)
+            }
+            await h.device.resume()
         }
-        await h.device.resume()
     }
 
     @Test func restartWithRefusalRecoversWithFreshState() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        try await h.playSomething()
-        await h.log.clear()
-        try await h.device.restart(refuseFor: .milliseconds(800))
-        #expect(await h.log.wait { $0.isDisconnected })
-        #expect(await h.log.wait(timeout: .seconds(10)) { $0.isConnected })
-        // The restarted device runs no app; the client reports that instead of stale state.
-        let status = try await h.client.requests.getReceiverStatus().get()
-        #expect(status.activeApp == nil)
-        #expect(await h.client.snapshot.joinedApp == nil)
-        #expect(h.device.counters.launches == 1)
+        try await withHarness { h in
+            try await h.connect()
+            try await h.playSomething()
+            await h.log.clear()
+            try await h.device.restart(refuseFor: .milliseconds(800))
+            #expect(await h.log.wait { $0.isDisconnected })
+            #expect(await h.log.wait(timeout: .seconds(10)) { $0.isConnected })
+            // The restarted device runs no app; the client reports that instead of stale state.
+            let status = try await h.client.requests.getReceiverStatus().get()
+            #expect(status.activeApp == nil)
+            #expect(await h.client.snapshot.joinedApp == nil)
+            #expect(h.device.counters.launches == 1)
+        }
     }
 
     @Test func appCloseEndsOnlyTheSession() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        try await h.playSomething()
-        await h.log.clear()
-        // Another sender stops the app: the device closes the app transport and broadcasts.
-        let other = try await Harness.secondClient(to: h.device)
-        _ = try await other.stopRunningApp()
-        #expect(await h.log.wait { if case .appSessionEnded = $0 { return true } else { return false } })
-        #expect(await h.log.count { $0.isDisconnected } == 0)
-        #expect(await h.client.isConnected)
-        await other.shutdown()
+        try await withHarness { h in
+            try await h.connect()
+            try await h.playSomething()
+            await h.log.clear()
+            // Another sender stops the app: the device closes the app transport and broadcasts.
+            let other = try await Harness.secondClient(to: h.device)
+            _ = try await other.stopRunningApp()
+            #expect(await h.log.wait { if case .appSessionEnded = $0 { return true } else { return false } })
+            #expect(await h.log.count { $0.isDisconnected } == 0)
+            #expect(await h.client.isConnected)
+            await other.shutdown()
+        }
     }
 
     @Test func stalledTLSHandshakeIsAbandonedAndRetried() async throws {
@@ -149,38 +144,38 @@ struct RecoveryTests {
     }
 
     @Test func refusedAppConnectionDoesNotLoop() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        try await h.playSomething()
-        await h.device.refuseAppConnections(true)
-        await h.log.clear()
-        await h.device.dropConnections()
-        #expect(await h.log.wait { $0.isConnected })
-        // The client joins the running app once, is refused (CLOSE from the transport), asks
-        // the platform what runs, sees the same session, and leaves it alone.
-        #expect(await h.log.wait { $0 == .mediaStatus([]) }, "the refused session's media is gone")
-        try await Task.sleep(for: .milliseconds(800))
-        let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
-        let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")
-            .filter { $0.destinationID == transport }.count
-        #expect(connects <= 2, "\(connects) CONNECTs to a transport that refuses them")
-        #expect(await h.client.isConnected)
-        // Once the device accepts again and shows another session, the client joins that one.
-        await h.device.refuseAppConnections(false)
-        _ = try await h.client.requests.launch(appId: SimulatedAppID.echo).get()
-        #expect(await h.log.wait { $0.startedApp == SimulatedAppID.echo })
+        try await withHarness { h in
+            try await h.connect()
+            try await h.playSomething()
+            await h.device.refuseAppConnections(true)
+            await h.log.clear()
+            await h.device.dropConnections()
+            #expect(await h.log.wait { $0.isConnected })
+            // The client joins the running app once, is refused (CLOSE from the transport), asks
+            // the platform what runs, sees the same session, and leaves it alone.
+            #expect(await h.log.wait { $0 == .mediaStatus([]) }, "the refused session's media is gone")
+            try await Task.sleep(for: .milliseconds(800))
+            let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
+            let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")
+                .filter { $0.destinationID == transport }.count
+            #expect(connects <= 2, "\(connects) CONNECTs to a transport that refuses them")
+            #expect(await h.client.isConnected)
+            // Once the device accepts again and shows another session, the client joins that one.
+            await h.device.refuseAppConnections(false)
+            _ = try await h.client.requests.launch(appId: SimulatedAppID.echo).get()
+            #expect(await h.log.wait { $0.startedApp == SimulatedAppID.echo })
+        }
     }
 
     @Test func addressChangeReconnectsToTheNewAddress() async throws {
-        let h = try await Harness()
-        defer { Task { await h.close() } }
-        try await h.connect()
-        let moved = try await h.simulator.addDevice(SimulatedDeviceConfiguration(name: "Moved Device", launchLatency: .milliseconds(30)))
-        await h.log.clear()
-        h.client.update(address: CastDeviceAddress(host: "127.0.0.1", port: moved.port))
-        #expect(await h.log.wait { $0.isConnected })
-        #expect(await waitUntilReceived(moved))
+        try await withHarness { h in
+            try await h.connect()
+            let moved = try await h.simulator.addDevice(SimulatedDeviceConfiguration(name: "Moved Device", launchLatency: .milliseconds(30)))
+            await h.log.clear()
+            h.client.update(address: CastDeviceAddress(host: "127.0.0.1", port: moved.port))
+            #expect(await h.log.wait { $0.isConnected })
+            #expect(await waitUntilReceived(moved))
+        }
     }
 
     private func waitUntilReceived(_ device: SimulatedDevice) async -> Bool {

@@ -145,6 +145,20 @@ final class Harness: Sendable {
     }
 }
 
+/// Runs `body` with a fresh device and client and always closes both (also when the body
+/// fails), awaiting the close: nothing outlives the test.
+func withHarness(configuration: CastConnectionConfiguration = .fast, deviceName: String = "Test Device",
+                 launchLatency: TimeAmount = .milliseconds(30), _ body: (Harness) async throws -> Void) async throws {
+    let h = try await Harness(configuration: configuration, deviceName: deviceName, launchLatency: launchLatency)
+    do {
+        try await body(h)
+    } catch {
+        await h.close()
+        throw error
+    }
+    await h.close()
+}
+
 extension CastConnectionConfiguration {
     /// Short timers so recovery tests run in seconds.
     static var fast: CastConnectionConfiguration {

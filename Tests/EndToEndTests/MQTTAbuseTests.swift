@@ -170,14 +170,12 @@ struct MQTTAbuseTests {
     }
 
     /// 5 000 valid commands in one burst on one device: every one gets exactly one response
-    /// (`ok`, or `busy` past the device's queue of 64), memory comes back down, and the bridge
-    /// stays responsive.
+    /// (`ok`, or `busy` past the device's queue of 64), and the bridge stays responsive. (Its
+    /// memory and latency under a burst are `scripts/bench e2e`'s numbers, not a test.)
     @Test func burstOf5000Commands() async throws {
         try await withBridge(environment: noBacktrace, broker: MosquittoBroker.Options(maxQueuedMessages: 100_000)) { h in
             try await h.waitOnline([tv, kitchen])
             for i in 0..<5 { _ = try await h.command(tv, "volume", "\(30 + i)") }  // warm up
-            let pid = try #require(h.daemonPID)
-            let before = try #require(ProcessStats.residentMiB(pid))
             let responses = h.topic(tv, "response")
             let baseline = h.observer.messages(on: responses).count
             let count = 5_000
@@ -191,7 +189,6 @@ struct MQTTAbuseTests {
                 h.observer.messages(on: responses).count - baseline >= count || !h.daemonAlive
             }
             let elapsed = clock.now - start
-            let peak = ProcessStats.residentMiB(pid) ?? -1
             #expect(done && h.daemonAlive, "responses: \(h.observer.messages(on: responses).count - baseline) of \(count)")
             try await Task.sleep(for: .seconds(1))  // a duplicate would arrive now
             var seen: [String: Int] = [:]
@@ -209,10 +206,7 @@ struct MQTTAbuseTests {
             #expect(seen.count == count, "\(seen.count) distinct ids answered")
             #expect(statuses.keys.allSatisfy { $0 == "ok" || $0 == "busy" }, "statuses: \(statuses)")
             await h.expectResponsive("after the burst")
-            try await Task.sleep(for: .seconds(5))
-            let settled = ProcessStats.residentMiB(pid) ?? -1
-            print("burst of \(count): \(elapsed) for all responses; statuses \(statuses); RSS before \(before) MiB, peak \(peak) MiB, after 5 s \(settled) MiB")
-            #expect(settled < 2 * before + 30, "RSS before \(before) MiB, right after \(peak) MiB, 5 s later \(settled) MiB")
+            print("burst of \(count): \(elapsed) for all responses; statuses \(statuses)")
             let answer = try await h.command(tv, "volume", #"{"id":"after-burst","percent":50}"#)
             #expect(answer.status == "ok", "\(answer)")
         }

@@ -392,33 +392,26 @@ import Glibc
         await client.shutdown(finalMessage: nil)
     }
 
-    /// Reports round-trip times (publish -> broker -> our subscription) at QoS 1 on loopback.
-    /// A number, not a pass/fail criterion; it would show a Nagle delay (~40 ms) at once.
+    /// 200 publications at QoS 1 each come back through our own subscription, one after the
+    /// other. (How long that takes is `scripts/bench e2e`'s broker floor, not a test.)
     @Test(.timeLimit(.minutes(1)))
-    func measureRoundTrip() async throws {
+    func roundTripsArriveOneAfterTheOther() async throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
         let (client, recorder) = try startClient(broker.url)
         try client.subscribe("rtt/#", qos: .atLeastOnce)
         #expect(await recorder.waitConnected())
         #expect(try await confirmSubscription(client, recorder, probeTopic: "rtt/probe"))
-        let clock = ContinuousClock()
-        var samples: [Duration] = []
         for index in 0..<200 {
             let topic = "rtt/\(index)"
-            let start = clock.now
             try client.publish(MQTTMessage(topic: topic, string: "\(index)", qos: .atLeastOnce))
             var received = false
             for _ in 0..<20_000 where !received {
                 received = recorder.messages.last?.topic == topic
                 if !received { try await Task.sleep(for: .microseconds(50)) }
             }
-            #expect(received)
-            samples.append(clock.now - start)
+            #expect(received, "publication \(index) did not come back")
         }
-        samples.sort()
-        print("QoS 1 round trip over loopback: median \(samples[samples.count / 2]), p99 \(samples[samples.count * 99 / 100])")
-        #expect(samples[samples.count / 2] < .milliseconds(40))
         await client.shutdown(finalMessage: nil)
     }
 
