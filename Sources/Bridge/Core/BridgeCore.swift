@@ -38,8 +38,7 @@ public struct BridgeCore: Sendable {
                                    discoveryPrefix: configuration.homeassistant.discoveryPrefix)
         self.parser = CommandParser(configuration: configuration)
         self.startedAt = startedAt
-        self.scheduler = WorkScheduler(requestTimeout: configuration.cast.requestTimeout, startedAt: startedAt,
-                                       maxPayload: configuration.mqtt.maxPayload)
+        self.scheduler = WorkScheduler(requestTimeout: configuration.cast.requestTimeout, startedAt: startedAt)
         self.transfers = TransferJobs(window: configuration.cast.transferWindow)
         self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
     }

@@ -34,7 +34,8 @@ extension BridgeCore {
             let held = StartupHold.Held(device: dev, topic: topic, payload: payload, responseTopic: responseTopic,
                                         correlationData: correlationData)
             let everOnline = registry.device(topic: dev).flatMap { registry[$0]?.everOnline } ?? false
-            if scheduler.hold.hold(held, everOnline: everOnline, now: now) {
+            let fits = (try? parser.checkPayloadSize(payload)) != nil
+            if fits, scheduler.hold.hold(held, everOnline: everOnline, now: now) {
                 out.logs.append("holding \(name) for \(dev) until it is online (the bridge is starting)")
                 return
             }

@@ -20,13 +20,10 @@ struct StartupHold: Sendable {
     static let maxHeld = 256
 
     let startedAt: Date
-    /// An oversized payload is answered at once (`payload_too_large`), never stored.
-    let maxPayload: Int
     private var held: [Held] = []
 
-    init(startedAt: Date, maxPayload: Int) {
+    init(startedAt: Date) {
         self.startedAt = startedAt
-        self.maxPayload = maxPayload
     }
 
     /// Commands held now.
@@ -36,8 +33,9 @@ struct StartupHold: Sendable {
 
     /// True when the command was held for later. `everOnline`: the device (by topic name) has
     /// been online in this run — then it is known to be offline, and its commands fail at once.
+    /// (An oversized payload is never offered: it is answered at once.)
     mutating func hold(_ command: Held, everOnline: Bool, now: Date) -> Bool {
-        guard isOpen(now: now), held.count < Self.maxHeld, command.payload.count <= maxPayload, !everOnline else { return false }
+        guard isOpen(now: now), held.count < Self.maxHeld, !everOnline else { return false }
         held.append(command)
         return true
     }

@@ -68,9 +68,9 @@ struct WorkScheduler: Sendable {
     private(set) var busyRejections = 0
     var hold: StartupHold
 
-    init(requestTimeout: Double, startedAt: Date, maxPayload: Int) {
+    init(requestTimeout: Double, startedAt: Date) {
         self.requestTimeout = requestTimeout
-        self.hold = StartupHold(startedAt: startedAt, maxPayload: maxPayload)
+        self.hold = StartupHold(startedAt: startedAt)
     }
 
     /// True when the device has an operation in flight or work waiting.
