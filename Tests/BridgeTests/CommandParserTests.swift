@@ -241,9 +241,9 @@ import Testing
 
     @Test func announceForms() throws {
         #expect(try ok("announce", "http://x/ding.mp3").command
-                == .announce(AnnounceCommand(url: "http://x/ding.mp3", volume: nil, contentType: nil, title: nil)))
+                == .announce(AnnounceCommand(url: "http://x/ding.mp3", volume: nil, contentType: nil, title: nil, wait: false)))
         #expect(try ok("announce", #"{"url": "http://x/d.mp3", "volume": 0.6, "title": "Door"}"#).command
-                == .announce(AnnounceCommand(url: "http://x/d.mp3", volume: 0.6, contentType: nil, title: "Door")))
+                == .announce(AnnounceCommand(url: "http://x/d.mp3", volume: 0.6, contentType: nil, title: "Door", wait: false)))
         #expect(code("announce", #"{"url": "http://x/d.mp3", "volume": 2}"#) == .invalidPayload)
         #expect(code("announce", #"{"volume": 0.5}"#) == .invalidPayload)
         #expect(code("announce", "") == .invalidPayload)

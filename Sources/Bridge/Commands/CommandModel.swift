@@ -19,6 +19,17 @@ public enum DeviceCommand: Sendable, Hashable {
     case skipAd
 }
 
+extension DeviceCommand {
+    /// Commands that change what plays: they end a running announcement without a restore (the
+    /// user's newest intent wins).
+    var changesWhatPlays: Bool {
+        switch self {
+        case .load, .stop, .launch, .quit, .transfer, .next, .previous: return true
+        default: return false
+        }
+    }
+}
+
 public struct SeekCommand: Sendable, Hashable {
     public enum Target: Sendable, Hashable { case absolute(Double), relative(Double) }
     public var target: Target
@@ -59,6 +70,8 @@ public struct AnnounceCommand: Sendable, Hashable {
     public var volume: Double?
     public var contentType: String?
     public var title: String?
+    /// Answer when the clip has finished instead of when it started.
+    public var wait: Bool
 }
 
 /// A command with what the response needs to echo.

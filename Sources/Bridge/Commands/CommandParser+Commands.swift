@@ -152,14 +152,15 @@ extension CommandParser {
         switch f.body {
         case .short(let text):
             try MediaBuilder.checkURL(text, key: "announce")
-            return AnnounceCommand(url: text, volume: nil, contentType: nil, title: nil)
+            return AnnounceCommand(url: text, volume: nil, contentType: nil, title: nil, wait: false)
         case .json:
-            try f.allow(["url", "volume", "content_type", "title"])
+            try f.allow(["url", "volume", "content_type", "title", "wait"])
             guard let url = try f.string("url") else { throw BridgeError.invalid("announce needs \"url\"") }
             try MediaBuilder.checkURL(url, key: "url")
             let volume = try f.number("volume")
             if let volume, !(0...1).contains(volume) { throw BridgeError.invalid("\"volume\" must be 0.0-1.0") }
-            return AnnounceCommand(url: url, volume: volume, contentType: try f.string("content_type"), title: try f.string("title"))
+            return AnnounceCommand(url: url, volume: volume, contentType: try f.string("content_type"), title: try f.string("title"),
+                                   wait: try f.bool("wait") ?? false)
         }
     }
 

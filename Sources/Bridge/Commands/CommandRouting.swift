@@ -19,6 +19,7 @@ extension BridgeCore {
             respond(ctx, .failure(BridgeError(.timeout, "the command expired before it could be sent")), &out)
             return
         }
+        if command.changesWhatPlays { endAnnouncements(id, by: ctx.name, now: now, &out) }
         switch scheduler.admit(command, device: id, ctx) {
         case .ready:
             startCommand(command, device: id, ctx, now: now, &out)
@@ -49,6 +50,14 @@ extension BridgeCore {
         case .success(.announce(let announce)):
             apply(announcements.start(ctx, device: device, announce, now: now), now: now, &out)
         }
+    }
+
+    /// The device's announcements end without a restore (a command that changes what plays
+    /// arrived): their waiting steps are dropped, the announcements answered.
+    mutating func endAnnouncements(_ id: DeviceID, by command: String, now: Date, _ out: inout BridgeOutput) {
+        guard let job = announcements.jobID(id) else { return }
+        scheduler.dropSteps(id, of: .announce(job))
+        apply(announcements.interrupt(id, by: command), now: now, &out)
     }
 
     /// Starts an operation, or queues it behind the device's running one.
@@ -121,6 +130,7 @@ extension BridgeCore {
     /// The device went offline or was removed: its running operation fails with `error`, and so
     /// does everything waiting for it (follow-up steps that the failures queue included).
     mutating func failAllWork(_ id: DeviceID, _ error: BridgeError, now: Date, _ out: inout BridgeOutput) {
+        apply(announcements.abandon(id, error), now: now, &out)
         for op in scheduler.abandonOperations(of: id) { continueAfter(op, .failure(error), now: now, &out) }
         drainWaiting(id, error, now: now, &out)
     }

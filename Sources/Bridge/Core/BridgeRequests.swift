@@ -64,6 +64,7 @@ extension BridgeCore {
                 respond(ctx, .failure(BridgeError(.deviceOffline, "\(registry.topicName(source)) is offline")), &out)
                 return
             }
+            endAnnouncements(source, by: "transfer", now: now, &out)
             apply(transfers.start(ctx, from: source, to: to, keepSource: keepSource, devices: registry), now: now, &out)
         case .remove(let key):
             if let id = registry.resolve(key), let device = registry[id] {

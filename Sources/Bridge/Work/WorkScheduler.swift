@@ -173,6 +173,13 @@ struct WorkScheduler: Sendable {
         return lanes[device]?.waiting.removeFirst()
     }
 
+    /// Removes the waiting steps of a device that serve `purpose` (a job that ended early).
+    mutating func dropSteps(_ device: DeviceID, of purpose: Purpose) {
+        lanes[device]?.waiting.removeAll { work in
+            if case .step(_, let p, _) = work { return p == purpose } else { return false }
+        }
+    }
+
     /// Every pending operation, forgotten (shutdown).
     mutating func abandonAll() -> [PendingOperation] {
         pending.keys.sorted().compactMap { complete($0) }
