@@ -12,7 +12,7 @@ in time. Nothing here asserts timings.
     ha.ws({"type": "config/entity_registry/list"})
 
 Environment: CAST2MQTT_BIN (default .build/debug/cast2mqtt), CAST_SIM (default
-.build/debug/cast-sim), HA_VENV (default ~/.cache/cast2mqtt/ha-2025.4.4; see scripts/lib/ha.sh).
+.build/debug/cast-sim), HA_VENV (default ~/.cache/cast2mqtt/homeassistant-2025.4.4; see scripts/lib/ha.sh).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CAST2MQTT = os.environ.get("CAST2MQTT_BIN", str(ROOT / ".build/debug/cast2mqtt"))
 CAST_SIM = os.environ.get("CAST_SIM", str(ROOT / ".build/debug/cast-sim"))
 HA_VENV = pathlib.Path(os.environ.get("HA_VENV", str(pathlib.Path(
-    os.environ.get("CAST2MQTT_CACHE", str(pathlib.Path.home() / ".cache/cast2mqtt"))) / "ha-2025.4.4")))
+    os.environ.get("CAST2MQTT_CACHE", str(pathlib.Path.home() / ".cache/cast2mqtt"))) / "homeassistant-2025.4.4")))
 HASS = os.environ.get("HASS_BIN", str(HA_VENV / "bin/hass"))
 
 CLIENT_ID = "http://127.0.0.1/"
