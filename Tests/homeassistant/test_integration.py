@@ -112,9 +112,18 @@ def env(sim, bridge, mqtt, ha, ha_link) -> Env:
     return Env(sim, bridge, mqtt, ha, ha_link, done["result"]["entry_id"])
 
 
-def device_ready(ha: HomeAssistant, entity_id: str) -> bool:
-    s = ha.state(entity_id)
-    return bool(s) and s["state"] == "off" and s["attributes"].get("volume_level") == pytest.approx(0.5)
+def device_ready(env: Env, entity_id: str, topic: str) -> bool:
+    """Off in Home Assistant (which shows no volume while off) and at volume 0.5 on MQTT."""
+    s = env.ha.state(entity_id)
+    receiver = env.observer.json(f"cast2mqtt/{topic}/receiver") or {}
+    return (bool(s) and s["state"] == "off"
+            and (receiver.get("volume") or {}).get("level") == pytest.approx(0.5))
+
+
+def switch_on(env: Env, entity_id: str = TV) -> None:
+    """The Default Media Receiver, idle: Home Assistant shows volume attributes only while on."""
+    service(env.ha, "media_player", "turn_on", entity_id=entity_id)
+    env.ha.wait_state(entity_id, "idle")
 
 
 @pytest.fixture(autouse=True)
@@ -130,11 +139,13 @@ def fresh(env: Env):
         env.sim.reset(device_id)
     for topic, before in availability.items():
         # The bridge saw the reboot (offline) and is back (online).
-        wait_for(lambda: env.observer.count.get(f"cast2mqtt/{topic}/availability", 0) >= before + 2
+        wait_for(lambda topic=topic, before=before:
+                 env.observer.count.get(f"cast2mqtt/{topic}/availability", 0) >= before + 2
                  and env.observer.get(f"cast2mqtt/{topic}/availability") == b"online", 30,
                  what=f"{topic} to reconnect after the reset")
-    for entity_id in (TV, KITCHEN):
-        wait_for(lambda: device_ready(env.ha, entity_id), 30, what=f"{entity_id} to be off at volume 0.5")
+    for entity_id, topic in ((TV, "living_room_tv"), (KITCHEN, "kitchen")):
+        wait_for(lambda entity_id=entity_id, topic=topic: device_ready(env, entity_id, topic), 30,
+                 what=f"{entity_id} to be off at volume 0.5")
     yield
 
 
@@ -286,8 +297,8 @@ def test_diagnostics_show_devices_and_responses_without_secrets(env: Env):
     assert devices["living_room_tv"]["availability"] == "online"
     assert devices["living_room_tv"]["media"]["content_id"].startswith(f"{ha.base}/media/local/chime.mp3")
     assert any(r["command"] == "load" and r["status"] == "ok" for r in diagnostics["last_responses"])
-    text = json.dumps(diagnostics)
-    assert "authSig" not in text and "session_id\": \"" not in text
+    assert devices["living_room_tv"]["receiver"]["session_id"] == "**REDACTED**"
+    assert "authSig" not in json.dumps(diagnostics)
 
 
 # MARK: - Controls
@@ -308,6 +319,7 @@ def test_play_media_with_metadata_reaches_the_device(env: Env):
 
 def test_volume_set_and_mute(env: Env):
     ha = env.ha
+    switch_on(env)
     service(ha, "media_player", "volume_set", entity_id=TV, volume_level=0.3)
     ha.wait_state(TV, lambda s: s["attributes"].get("volume_level") == pytest.approx(0.3))
     service(ha, "media_player", "volume_mute", entity_id=TV, is_volume_muted=True)
@@ -320,6 +332,7 @@ def test_quick_volume_presses_add_up(env: Env):
     """Two volume_up presses at once: each is a relative step on the bridge (`+5`), so both count
     (reading the level and setting level + step would set 0.55 twice)."""
     ha = env.ha
+    switch_on(env)
     presses = [in_background(call_ws, ha, "media_player", "volume_up", {"entity_id": TV}) for _ in range(2)]
     for press in presses:
         assert press.result(timeout=60).get("success"), press.result()

@@ -98,7 +98,7 @@ class Bridge:
             (f"{base}/+/response", self._response_message),
         ]
         self._unsubscribe.append(mqtt.async_subscribe_connection_status(self.hass, self._connection_changed))
-        self.mqtt_connected = mqtt.is_connected(self.hass)
+        self.mqtt_connected = bool(mqtt.is_connected(self.hass))
         for topic, handler in subscriptions:
             self._unsubscribe.append(
                 await mqtt.async_subscribe(self.hass, topic, handler, qos=1, encoding=None)

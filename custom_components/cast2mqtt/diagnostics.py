@@ -4,8 +4,8 @@ URLs carry a signature there), no custom data or session ids."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.core import HomeAssistant
@@ -14,22 +14,18 @@ if TYPE_CHECKING:
     from . import Cast2MqttConfigEntry
 
 REDACTED_KEYS = {"custom_data", "session_id", "credentials", "token", "password", "address"}
-_URL_KEYS = {"content_id", "content_url", "url"}
-
-
-def _without_query(value: Any) -> Any:
-    if not isinstance(value, str) or "?" not in value:
-        return value
-    parts = urlsplit(value)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "**REDACTED**", ""))
+# A URL's query, wherever a URL appears (content ids, images, a receiver's status text).
+_URL_QUERY = re.compile(r"((?:https?|rtsp)://[^\s?#\"']+)\?[^\s#\"']*", re.IGNORECASE)
 
 
 def _scrub(value: Any) -> Any:
-    """URLs without their query, everywhere in a document."""
+    """Every URL in a document without its query."""
     if isinstance(value, dict):
-        return {key: _without_query(item) if key in _URL_KEYS else _scrub(item) for key, item in value.items()}
+        return {key: _scrub(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_scrub(item) for item in value]
+    if isinstance(value, str):
+        return _URL_QUERY.sub(r"\1?**REDACTED**", value)
     return value
 
 
@@ -65,5 +61,5 @@ async def async_get_config_entry_diagnostics(hass: HomeAssistant, entry: Cast2Mq
             "keys_the_bridge_refused": sorted(bridge.unsupported_keys),
         },
         "devices": devices,
-        "last_responses": list(bridge.recent),
+        "last_responses": _scrub(list(bridge.recent)),
     }
