@@ -195,6 +195,12 @@ class TCPProxy:
             listener, self.listener = self.listener, None
             connections, self.connections = self.connections, []
         if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would leave the
+            # socket listening until that accept() returns.
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             listener.close()
         for sock in connections:
             try:

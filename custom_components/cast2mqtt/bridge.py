@@ -132,7 +132,10 @@ class Bridge:
         if not connected:
             # Responses published while Home Assistant is away are not delivered to it later.
             self._fail_waiting("mqtt_lost")
-        _LOGGER.debug("%s: MQTT %s", self.base, "connected" if connected else "disconnected")
+        _LOGGER.info(
+            "cast2mqtt bridge under %s: %s", self.base,
+            "MQTT connected again" if connected else "MQTT disconnected, its media players are unavailable",
+        )
         self._notify_all()
 
     @callback
@@ -279,6 +282,8 @@ class Bridge:
             online = text is not None and text.strip() == "online"
             if online != self.online:
                 self.online = online
+                # Once per change, as the quality scale's log-when-unavailable asks.
+                _LOGGER.info("cast2mqtt bridge under %s is %s", self.base, "online" if online else "offline")
                 if online:
                     # A bridge that (re)starts may have been upgraded: ask again what it takes.
                     self.unsupported_keys.clear()
@@ -307,6 +312,8 @@ class Bridge:
         if word not in ("online", "offline", ""):
             return
         if (entry := self._tracked(topic)) is not None:
+            if entry.availability in ("online", "offline") and word in ("online", "offline") and word != entry.availability:
+                _LOGGER.info("cast2mqtt device %s is %s", topic, word)
             entry.availability = word or None
             entry.availability_cleared = word == ""
             self._notify(topic)

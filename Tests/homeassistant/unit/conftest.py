@@ -20,7 +20,11 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # custom_components.cast2mqtt
+    sys.path.insert(0, str(ROOT))
+# Imported now, as the namespace package of the repository's custom_components/: Home Assistant's
+# loader imports `custom_components` with its test config dir first on sys.path, whose regular
+# package would otherwise hide the repository's folder.
+import custom_components  # noqa: E402, F401
 
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_mqtt_message  # noqa: E402
 
@@ -34,12 +38,20 @@ DEVICES = [
     {"id": SPEAKER_ID, "name": "Kitchen", "topic": "kitchen", "model": "Google Home", "cast_type": "audio"},
 ]
 TV = "media_player.living_room_tv"
+PLAYING = {"state": "playing", "media_session_id": 1, "content_id": "http://example.com/a.mp3",
+           "supported_commands": ["pause", "seek", "volume", "mute", "queue_next", "queue_prev"]}
 SPEAKER = "media_player.kitchen"
 
 
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations):
     yield
+
+
+@pytest.fixture
+def expected_lingering_timers() -> bool:
+    """The MQTT integration's own periodic timer outlives a test that leaves its entry loaded."""
+    return True
 
 
 def make_entry(base: str = BASE, minor_version: int = 2, **kwargs: Any) -> MockConfigEntry:
@@ -49,26 +61,28 @@ def make_entry(base: str = BASE, minor_version: int = 2, **kwargs: Any) -> MockC
 
 def publish_bridge(hass: HomeAssistant, base: str = BASE, *, state: str = "off",
                    media: dict[str, Any] | None = None, receiver: dict[str, Any] | None = None) -> None:
-    """What a running bridge has retained: online, two devices online, `state`, `media`."""
-    async_fire_mqtt_message(hass, f"{base}/bridge/state", "online", retain=True)
-    async_fire_mqtt_message(hass, f"{base}/bridge/devices", json.dumps(DEVICES), retain=True)
+    """What a running bridge publishes: online, two devices online, `state`, `media`. Published
+    live (not retained: Home Assistant hands a retained message to a subscription only once, as a
+    broker does)."""
+    async_fire_mqtt_message(hass, f"{base}/bridge/state", "online")
+    async_fire_mqtt_message(hass, f"{base}/bridge/devices", json.dumps(DEVICES))
     for device in DEVICES:
         topic = device["topic"]
-        async_fire_mqtt_message(hass, f"{base}/{topic}/availability", "online", retain=True)
-        async_fire_mqtt_message(hass, f"{base}/{topic}/state", state, retain=True)
+        async_fire_mqtt_message(hass, f"{base}/{topic}/availability", "online")
+        async_fire_mqtt_message(hass, f"{base}/{topic}/state", state)
         async_fire_mqtt_message(hass, f"{base}/{topic}/receiver", json.dumps(receiver or {
             "app_id": None, "volume": {"level": 0.5, "muted": False, "control_type": "attenuation", "step": 0.05}}),
-            retain=True)
-        async_fire_mqtt_message(hass, f"{base}/{topic}/media", json.dumps(media or {"state": state}), retain=True)
+            )
+        async_fire_mqtt_message(hass, f"{base}/{topic}/media", json.dumps(media or {"state": state}))
 
 
 @pytest.fixture
 async def loaded(hass: HomeAssistant, mqtt_mock) -> MockConfigEntry:
-    """One entry for the bridge under `cast2mqtt`, set up, with both devices' players."""
+    """One entry for the bridge under `cast2mqtt`, set up, with both devices' players, playing."""
     entry = make_entry()
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
-    publish_bridge(hass)
+    publish_bridge(hass, state="playing", media=PLAYING)
     await hass.async_block_till_done()
     assert hass.states.get(TV) is not None
     return entry

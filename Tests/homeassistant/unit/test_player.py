@@ -69,7 +69,7 @@ async def test_other_invalid_payload_errors_are_not_retried(hass: HomeAssistant,
 
 
 async def test_players_follow_home_assistants_mqtt_connection(hass: HomeAssistant, mqtt_mock, loaded) -> None:
-    assert hass.states.get(TV).state == "off"
+    assert hass.states.get(TV).state == "playing"
     mqtt_mock.connected = False
     async_dispatcher_send(hass, MQTT_CONNECTION_STATE, False)
     await hass.async_block_till_done()
@@ -80,7 +80,7 @@ async def test_players_follow_home_assistants_mqtt_connection(hass: HomeAssistan
     mqtt_mock.connected = True
     async_dispatcher_send(hass, MQTT_CONNECTION_STATE, True)
     await hass.async_block_till_done()
-    assert hass.states.get(TV).state == "off"
+    assert hass.states.get(TV).state == "playing"
 
 
 async def test_a_lost_connection_fails_a_waiting_command_at_once(hass: HomeAssistant, mqtt_mock, loaded) -> None:
@@ -111,6 +111,8 @@ async def test_volume_steps_are_relative(hass: HomeAssistant, mqtt_mock, loaded)
 
 async def test_turn_on_only_when_off_and_turn_off_only_when_on(hass: HomeAssistant, mqtt_mock, loaded) -> None:
     # Off: turn_off does nothing, turn_on launches the Default Media Receiver.
+    publish_bridge(hass, state="off")
+    await hass.async_block_till_done()
     await hass.services.async_call("media_player", "turn_off", {"entity_id": TV}, blocking=True)
     assert published(mqtt_mock, "/command/quit") == []
     task = call(hass, "turn_on")
