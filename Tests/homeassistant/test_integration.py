@@ -801,13 +801,17 @@ def test_a_device_excluded_while_away_loses_its_player(env: Env):
 def test_a_device_missing_from_the_list_for_a_while_keeps_its_player(env: Env):
     """A restarting bridge lists devices as it finds them: missing from the list alone is not
     removal."""
+    switch_on(env)  # Home Assistant shows the app's name (the marker below) only while on
     devices = env.observer.json("cast2mqtt/bridge/devices")
-    env.observer.publish("cast2mqtt/bridge/devices", json.dumps([d for d in devices if d["id"] != KITCHEN_ID]))
-    env.observer.publish("cast2mqtt/living_room_tv/receiver", json.dumps({"app_name": "Marker", "volume": {"level": 0.5}}))
-    # Home Assistant handles messages in order: once the marker shows, the short list was seen.
-    env.ha.wait_state(TV, lambda s: s["attributes"].get("app_name") == "Marker")
-    assert env.ha.state(KITCHEN) is not None
-    env.observer.publish("cast2mqtt/bridge/devices", json.dumps(devices), retain=True)
+    try:
+        env.observer.publish("cast2mqtt/bridge/devices", json.dumps([d for d in devices if d["id"] != KITCHEN_ID]))
+        env.observer.publish("cast2mqtt/living_room_tv/receiver",
+                             json.dumps({"app_name": "Marker", "volume": {"level": 0.5}}))
+        # Home Assistant handles messages in order: once the marker shows, the short list was seen.
+        env.ha.wait_state(TV, lambda s: s["attributes"].get("app_name") == "Marker")
+        assert env.ha.state(KITCHEN) is not None
+    finally:
+        restart_bridge(env)  # it publishes its retained topics again, over the test's
 
 
 def test_home_assistant_restart_keeps_the_media_players(env: Env):
@@ -824,10 +828,9 @@ def test_home_assistant_restart_keeps_the_media_players(env: Env):
 
 def test_hostile_payloads_change_nothing_they_should_not(env: Env):
     """Anything on the bridge's topics is parsed before use: bad payloads are dropped, the player
-    stays, and nothing is logged (the last test checks the log). Runs last but one: it leaves
-    the TV's media player with whatever the bad documents left (the bridge republishes only on
-    change)."""
+    stays, and nothing is logged (the last test checks the log)."""
     ha, mqtt = env.ha, env.observer
+    switch_on(env)  # Home Assistant shows the app's name (the last message) only while on
     before = ha.wait_state(TV, lambda s: s["state"] not in ("unavailable", "unknown"))
     bad = [
         ("cast2mqtt/living_room_tv/state", b"exploded"),
@@ -854,11 +857,14 @@ def test_hostile_payloads_change_nothing_they_should_not(env: Env):
     for topic, payload in bad:
         mqtt.publish(topic, payload)
     # A last good message shows that everything before it was handled.
-    mqtt.publish("cast2mqtt/living_room_tv/receiver", json.dumps({"app_name": "After", "volume": {"level": 0.25}}))
-    after = ha.wait_state(TV, lambda s: s["attributes"].get("app_name") == "After")
-    assert after["state"] == before["state"]
-    assert after["attributes"]["volume_level"] == 0.25
-    assert ha.state(KITCHEN) is not None
+    try:
+        mqtt.publish("cast2mqtt/living_room_tv/receiver", json.dumps({"app_name": "After", "volume": {"level": 0.25}}))
+        after = ha.wait_state(TV, lambda s: s["attributes"].get("app_name") == "After")
+        assert after["state"] == before["state"]
+        assert after["attributes"]["volume_level"] == 0.25
+        assert ha.state(KITCHEN) is not None
+    finally:
+        restart_bridge(env)  # it publishes its retained topics again, over the bad ones
 
 
 def log_records(log: str) -> list[tuple[str, str, str]]:
