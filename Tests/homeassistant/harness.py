@@ -222,7 +222,11 @@ class MQTTObserver:
         self.lock = threading.Lock()
         self.latest: dict[str, bytes] = {}
         self.count: dict[str, int] = {}
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"ha-test-{os.getpid()}-{free_port()}")
+        client_id = f"ha-test-{os.getpid()}-{free_port()}"
+        if hasattr(mqtt, "CallbackAPIVersion"):  # paho 2 (Home Assistant 2024.12 and later)
+            self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        else:  # paho 1.6 (Home Assistant 2024.11); on_message has the same signature
+            self.client = mqtt.Client(client_id=client_id)
         self.client.on_message = self._on_message
         self.client.connect("127.0.0.1", broker.port, keepalive=30)
         for t in topics:
