@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Future, ThreadPoolExecutor
 import json
+import os
+import pathlib
 import re
 import signal
 import time
@@ -56,8 +58,11 @@ def needs_bridge(feature: str):
 
 # The module's Home Assistant: the integration loaded from the repository folder, a test TTS
 # engine, media_source for media-source:// items, diagnostics, and a local media folder.
+# CAST2MQTT_INTEGRATION: another copy of the integration to run these tests against (e.g. an
+# older version, to see which findings it has).
+INTEGRATION = pathlib.Path(os.environ.get("CAST2MQTT_INTEGRATION", str(ROOT / "custom_components" / "cast2mqtt")))
 HOME_ASSISTANT = {
-    "custom_components": [ROOT / "custom_components" / "cast2mqtt",
+    "custom_components": [INTEGRATION,
                           ROOT / "Tests" / "homeassistant" / "custom_components" / "sim_tts"],
     # tts needs the ffmpeg integration, which only asks the binary for its version at start;
     # the test never converts audio, so /bin/true stands in for an ffmpeg that is not installed.
