@@ -1,9 +1,10 @@
 """Fixtures: one broker, one cast-sim with two devices, one bridge and one Home Assistant per test
-module (starting Home Assistant takes most of a run's time). Tests in a module run in file order
-and may change the shared setup (restart the bridge, remove a device); each says what it leaves.
+module (starting Home Assistant takes most of a run's time). test_integration.py resets the
+simulated devices before each of its tests (its `fresh` fixture), so each stands alone; the
+discovery modules check one bridge lifecycle in file order, each test saying what it leaves.
 
 Without Home Assistant (scripts/lib/ha.sh's venv) or the built binaries the tests are skipped,
-and under CI=true they fail instead.
+and under CI=true they fail instead. The unit tests in unit/ run in a pytest session of their own.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ in time. Nothing here asserts timings.
     ha.ws({"type": "config/entity_registry/list"})
 
 Environment: CAST2MQTT_BIN (default .build/debug/cast2mqtt), CAST_SIM (default
-.build/debug/cast-sim), HA_VENV (default ~/.cache/cast2mqtt/ha-2025.4.4; see scripts/lib/ha.sh).
+.build/debug/cast-sim), HA_VENV (default ~/.cache/cast2mqtt/homeassistant-2025.4.4; see scripts/lib/ha.sh).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CAST2MQTT = os.environ.get("CAST2MQTT_BIN", str(ROOT / ".build/debug/cast2mqtt"))
 CAST_SIM = os.environ.get("CAST_SIM", str(ROOT / ".build/debug/cast-sim"))
 HA_VENV = pathlib.Path(os.environ.get("HA_VENV", str(pathlib.Path(
-    os.environ.get("CAST2MQTT_CACHE", str(pathlib.Path.home() / ".cache/cast2mqtt"))) / "ha-2025.4.4")))
+    os.environ.get("CAST2MQTT_CACHE", str(pathlib.Path.home() / ".cache/cast2mqtt"))) / "homeassistant-2025.4.4")))
 HASS = os.environ.get("HASS_BIN", str(HA_VENV / "bin/hass"))
 
 CLIENT_ID = "http://127.0.0.1/"
@@ -134,6 +134,85 @@ class Mosquitto:
         self.process.stop()
 
 
+class TCPProxy:
+    """A TCP forwarder on 127.0.0.1 in front of a port: `cut()` closes every connection through it
+    and refuses new ones (a network that fails for one client only), `restore()` accepts again
+    on the same port. One thread per connection direction, stopped by closing its sockets."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.port = free_port()
+        self.lock = threading.Lock()
+        self.connections: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+        self.restore()
+
+    def restore(self) -> None:
+        with self.lock:
+            if self.listener is not None:
+                return
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(16)
+            self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by cut() or stop()
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            for sock in (client, upstream):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                self.connections += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        with self.lock:
+            listener, self.listener = self.listener, None
+            connections, self.connections = self.connections, []
+        if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would leave the
+            # socket listening until that accept() returns.
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        for sock in connections:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def stop(self) -> None:
+        self.cut()
+
+
 class MQTTObserver:
     """A paho client subscribed to `#`: the latest message per topic (retained ones included)."""
 
@@ -143,7 +222,11 @@ class MQTTObserver:
         self.lock = threading.Lock()
         self.latest: dict[str, bytes] = {}
         self.count: dict[str, int] = {}
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"ha-test-{os.getpid()}-{free_port()}")
+        client_id = f"ha-test-{os.getpid()}-{free_port()}"
+        if hasattr(mqtt, "CallbackAPIVersion"):  # paho 2 (Home Assistant 2024.12 and later)
+            self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        else:  # paho 1.6 (Home Assistant 2024.11); on_message has the same signature
+            self.client = mqtt.Client(client_id=client_id)
         self.client.on_message = self._on_message
         self.client.connect("127.0.0.1", broker.port, keepalive=30)
         for t in topics:
@@ -218,6 +301,20 @@ class CastSim:
     def fault(self, device_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return requests.post(self.url(f"/devices/{device_id}/fault"), json=body, timeout=10).json()
 
+    def forget_received(self, device_id: str) -> None:
+        requests.delete(self.url(f"/devices/{device_id}/received"), timeout=10).raise_for_status()
+
+    def reset(self, device_id: str, volume: float = 0.5) -> None:
+        """Back to a fresh device: no fault, no app (a reboot: every connection and session is
+        dropped, so senders reconnect), volume `volume` unmuted, nothing recorded."""
+        for body in ({"action": "behave"}, {"action": "resume"}, {"action": "reply_latency", "ms": None},
+                     {"action": "volume_after_reply", "level": None}, {"action": "pings_only", "enabled": False},
+                     {"action": "swallow_first", "count": 0}, {"action": "restart", "refuse_seconds": 0},
+                     {"action": "remote_volume", "level": volume, "muted": False}):
+            answer = self.fault(device_id, body)
+            assert answer.get("ok"), f"cast-sim {body}: {answer}"
+        self.forget_received(device_id)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
@@ -291,11 +388,15 @@ class HomeAssistant:
     """Home Assistant Core, headless on 127.0.0.1, with only what the tests need loaded."""
 
     def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = "",
-                 custom_components: Iterable[pathlib.Path] = (), media_files: dict[str, bytes] | None = None):
+                 custom_components: Iterable[pathlib.Path] = (), media_files: dict[str, bytes] | None = None,
+                 mqtt_port: int | None = None):
         """`extra_config` is appended to configuration.yaml. `custom_components`: integration
         folders (`<domain>/manifest.json` ...) to load, symlinked into
         `<config>/custom_components/<folder name>` so the repository's code is what runs.
-        `media_files`: files for the local media folder (`media-source://media_source/local/...`)."""
+        `media_files`: files for the local media folder (`media-source://media_source/local/...`).
+        `mqtt_port`: where Home Assistant's MQTT integration connects (a TCPProxy in front of the
+        broker, to cut Home Assistant's connection alone); the broker's port by default."""
+        self.mqtt_port = mqtt_port or broker.port
         self.config_dir = workdir / "ha-config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
         self.broker = broker
@@ -413,7 +514,7 @@ class HomeAssistant:
                 names = {field["name"] for field in flow.get("data_schema", [])}
                 data: dict[str, Any] = {}
                 if "broker" in names:
-                    data = {"broker": "127.0.0.1", "port": self.broker.port}
+                    data = {"broker": "127.0.0.1", "port": self.mqtt_port}
                 flow = requests.post(f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}",
                                      headers=self.headers(), json=data, timeout=30).json()
                 continue

@@ -2,36 +2,62 @@
 
 from __future__ import annotations
 
+import logging
+
 from homeassistant.components import mqtt
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import ConfigEntryNotReady
-from homeassistant.helpers import device_registry as dr
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import ConfigEntryNotReady, HomeAssistantError
+from homeassistant.helpers import config_validation as cv, device_registry as dr, entity_registry as er
+from homeassistant.helpers.typing import ConfigType
 
 from .bridge import Bridge
-from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC
+from .const import (
+    CONF_BASE_TOPIC,
+    DEFAULT_BASE_TOPIC,
+    DOMAIN,
+    ENTRY_MINOR_VERSION,
+    ENTRY_VERSION,
+    device_identifier,
+    legacy_unique_id,
+    unique_id,
+)
+from .services import async_setup_services
+
+_LOGGER = logging.getLogger(__name__)
 
 PLATFORMS: list[Platform] = [Platform.MEDIA_PLAYER]
+CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 type Cast2MqttConfigEntry = ConfigEntry[Bridge]
+
+
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    """Register the integration's actions once, whether or not an entry loads."""
+    async_setup_services(hass)
+    return True
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -> bool:
     """Subscribe to the bridge's topics and set up the media players."""
     if not await mqtt.async_wait_for_mqtt_client(hass):
-        raise ConfigEntryNotReady("the MQTT integration is not available")
+        raise ConfigEntryNotReady(translation_domain=DOMAIN, translation_key="mqtt_unavailable")
     bridge = Bridge(hass, entry.data.get(CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC))
-    entry.runtime_data = bridge
-    # The platform listens for devices before the subscriptions deliver the retained list.
-    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     try:
         await bridge.async_start()
-    except Exception:
+    except HomeAssistantError as err:
         bridge.async_stop()
-        await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
-        raise
+        raise ConfigEntryNotReady(
+            translation_domain=DOMAIN,
+            translation_key="subscribe_failed",
+            translation_placeholders={"base_topic": bridge.base, "error": str(err)},
+        ) from err
+    entry.runtime_data = bridge
     entry.async_on_unload(bridge.async_stop)
+    # Retained messages arrive through the event loop; the platform adds a player for every
+    # device known when it starts and for each one listed later.
+    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     return True
 
 
@@ -40,14 +66,36 @@ async def async_unload_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
 
 
+async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+    """1.1 -> 1.2: the media players' unique ids get the base topic. The registry entries are
+    renamed in place, so entity ids, names, areas and history stay what the user had."""
+    if entry.version > ENTRY_VERSION:
+        return False  # a downgrade: this version does not know the newer format
+    if entry.version == 1 and entry.minor_version < 2:
+        base = entry.data.get(CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC)
+
+        @callback
+        def rename(registry_entry: er.RegistryEntry) -> dict[str, str] | None:
+            old = registry_entry.unique_id
+            if registry_entry.domain != "media_player" or not old.startswith("cast2mqtt_"):
+                return None
+            if not old.endswith("_media_player"):
+                return None
+            device_id = old.removeprefix("cast2mqtt_").removesuffix("_media_player")
+            if old != legacy_unique_id(device_id):
+                return None
+            return {"new_unique_id": unique_id(base, device_id)}
+
+        await er.async_migrate_entries(hass, entry.entry_id, rename)
+        hass.config_entries.async_update_entry(entry, version=1, minor_version=ENTRY_MINOR_VERSION)
+        _LOGGER.debug("migrated %s to 1.%s", entry.title, ENTRY_MINOR_VERSION)
+    return True
+
+
 async def async_remove_config_entry_device(
     hass: HomeAssistant, entry: Cast2MqttConfigEntry, device: dr.DeviceEntry
 ) -> bool:
     """Let the user delete a device that the bridge no longer lists (e.g. one it forgot while
     Home Assistant was not running); a listed device would only come back."""
     bridge = entry.runtime_data
-    return not any(
-        domain == "mqtt" and identifier == f"cast2mqtt_{device_id}"
-        for domain, identifier in device.identifiers
-        for device_id in bridge.listed
-    )
+    return not any(device_identifier(device_id) in device.identifiers for device_id in bridge.listed)

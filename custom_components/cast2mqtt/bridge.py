@@ -1,16 +1,16 @@
 """The bridge as seen through its MQTT contract: devices, their state, and commands.
 
 Everything here reads and writes MQTT through Home Assistant's MQTT integration; nothing speaks
-Cast. Every payload is treated as hostile until parsed: wrong types, bad JSON, invalid UTF-8 and
-oversized payloads are dropped (logged at debug), never raised.
+Cast. Every payload is parsed by `payloads` before use: bad ones are dropped (logged at debug),
+never raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import timedelta
 import json
 import logging
 from typing import Any
@@ -19,149 +19,40 @@ import uuid
 from homeassistant.components import mqtt
 from homeassistant.components.mqtt.models import ReceiveMessage
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.util import dt as dt_util
 
 from .const import (
-    COMMAND_TIMEOUT,
-    DEVICE_ID_RE,
-    MAX_PAYLOAD,
+    COMMAND_DEADLINE,
     MAX_PENDING_COMMANDS,
     MAX_TRACKED_TOPICS,
     PLAYER_STATES,
+    RECENT_RESPONSES,
+    RESPONSE_GRACE,
     TOPIC_NAME_RE,
+)
+from .errors import CommandError, command_error
+from .payloads import (
+    DeviceInfoRecord,
+    DeviceTopics,
+    document_payload,
+    json_payload,
+    parse_devices,
+    short_str,
+    text_payload,
+    timestamp,
 )
 
 _LOGGER = logging.getLogger(__name__)
 
-
-class CommandError(HomeAssistantError):
-    """The bridge answered a command with an error (or did not answer)."""
-
-    def __init__(self, device: str, command: str, code: str, message: str) -> None:
-        super().__init__(f"{device}: {command} failed: {code}: {message}")
-        self.device = device
-        self.command = command
-        self.code = code
-        self.bridge_message = message
+# Keys of the JSON form that a bridge from before the contract added them refuses with
+# `invalid_payload` ("unknown key ..."). Such a command did nothing and is sent again without the
+# key; the bridge is then not asked again until it restarts or reports another version.
+OPTIONAL_KEYS = ("expires", "wait")
 
 
-class InvalidCommandError(CommandError, ServiceValidationError):
-    """The bridge refused a command that cannot work in the device's current state or at all
-    (Home Assistant shows it as a validation error, without a traceback in its log)."""
-
-
-# Error codes that say "this action does not fit", not "something broke".
-_VALIDATION_CODES = frozenset({
-    "invalid_payload", "unknown_command", "unknown_device", "not_supported", "no_app",
-    "no_media_session", "namespace_not_allowed", "payload_too_large", "invalid_player_state",
-})
-
-
-def command_error(device: str, command: str, code: str, message: str) -> CommandError:
-    """The exception for a bridge error response."""
-    kind = InvalidCommandError if code in _VALIDATION_CODES else CommandError
-    return kind(device, command, code, message)
-
-
-@dataclass(slots=True)
-class DeviceInfoRecord:
-    """One entry of `<base>/bridge/devices`."""
-
-    id: str
-    name: str
-    topic: str
-    model: str | None
-    cast_type: str | None
-
-
-@dataclass(slots=True)
-class DeviceTopics:
-    """The last retained state of one device topic name."""
-
-    availability: str | None = None
-    # An empty retained payload arrived: the bridge cleared the topic (it forgot the device).
-    availability_cleared: bool = False
-    receiver: dict[str, Any] = field(default_factory=dict)
-    media: dict[str, Any] = field(default_factory=dict)
-    # `media.position_updated_at` parsed, or when the media document arrived.
-    position_updated_at: datetime | None = None
-    state: str | None = None
-
-
-def _text(payload: str | bytes) -> str | None:
-    """The payload as text, or None when it is too large or not UTF-8."""
-    if isinstance(payload, str):
-        return payload if len(payload) <= MAX_PAYLOAD else None
-    if len(payload) > MAX_PAYLOAD:
-        return None
-    try:
-        return payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _json(payload: str | bytes) -> Any:
-    """Parsed JSON, or None for anything that is not valid JSON text."""
-    text = _text(payload)
-    if text is None or not text.strip():
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _document(payload: str | bytes) -> dict[str, Any] | None:
-    """A retained JSON object: {} when the topic was cleared (empty payload), None when the
-    payload is not a JSON object (ignored)."""
-    text = _text(payload)
-    if text is None:
-        return None
-    if not text.strip():
-        return {}
-    value = _json(text)
-    return value if isinstance(value, dict) else None
-
-
-def _short_str(value: Any, limit: int = 256) -> str | None:
-    if isinstance(value, str) and 0 < len(value) <= limit:
-        return value
-    return None
-
-
-def _timestamp(value: Any) -> datetime | None:
-    """An ISO 8601 time with a time zone, or None."""
-    if not isinstance(value, str) or len(value) > 64:
-        return None
-    try:
-        parsed = dt_util.parse_datetime(value)
-    except (ValueError, OverflowError):
-        return None
-    return parsed if parsed is not None and parsed.tzinfo is not None else None
-
-
-def parse_devices(value: Any) -> dict[str, DeviceInfoRecord] | None:
-    """`bridge/devices` as records by device id; None when it is not a JSON array."""
-    if not isinstance(value, list):
-        return None
-    devices: dict[str, DeviceInfoRecord] = {}
-    for entry in value[:MAX_TRACKED_TOPICS]:
-        if not isinstance(entry, dict):
-            continue
-        device_id, topic = entry.get("id"), entry.get("topic")
-        if not isinstance(device_id, str) or not DEVICE_ID_RE.match(device_id):
-            continue
-        if not isinstance(topic, str) or not TOPIC_NAME_RE.match(topic) or topic == "bridge":
-            continue
-        devices[device_id] = DeviceInfoRecord(
-            id=device_id,
-            name=_short_str(entry.get("name")) or topic,
-            topic=topic,
-            model=_short_str(entry.get("model")),
-            cast_type=_short_str(entry.get("cast_type"), 16),
-        )
-    return devices
+def rfc3339(moment) -> str:
+    """UTC with milliseconds, as the contract writes times."""
+    return dt_util.as_utc(moment).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Bridge:
@@ -171,12 +62,20 @@ class Bridge:
         self.hass = hass
         self.base = base_topic
         self.online = False
+        # Home Assistant's own MQTT connection: nothing is current, and no command can be
+        # answered, while it is down.
+        self.mqtt_connected = False
+        self.version: str | None = None
+        self.unsupported_keys: set[str] = set()
         self.devices: dict[str, DeviceInfoRecord] = {}
         self._ids_by_topic: dict[str, str] = {}
         # Ids in the latest bridge/devices (`devices` also keeps ids missing from it for now).
         self.listed: set[str] = set()
         self._topics: dict[str, DeviceTopics] = {}
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # Short-form commands waiting for their id-less answer, per (device topic, command).
+        self._unnamed: dict[tuple[str, str], deque[asyncio.Future[dict[str, Any]]]] = {}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_RESPONSES)
         self._unsubscribe: list[CALLBACK_TYPE] = []
         self._listeners: dict[str, list[Callable[[], None]]] = {}
         self._bridge_listeners: list[Callable[[], None]] = []
@@ -185,17 +84,21 @@ class Bridge:
     # MARK: - Lifecycle
 
     async def async_start(self) -> None:
-        """Subscribe to the bridge's topics (retained state arrives at once)."""
+        """Subscribe to the bridge's topics (retained state arrives at once). Raises
+        HomeAssistantError when the MQTT integration refuses a subscription."""
         base = self.base
         subscriptions: list[tuple[str, Callable[[ReceiveMessage], None]]] = [
             (f"{base}/bridge/devices", self._devices_message),
             (f"{base}/bridge/event", self._bridge_event_message),
+            (f"{base}/bridge/info", self._info_message),
             (f"{base}/+/state", self._state_message),  # also matches bridge/state
             (f"{base}/+/availability", self._availability_message),
             (f"{base}/+/receiver", self._receiver_message),
             (f"{base}/+/media", self._media_message),
             (f"{base}/+/response", self._response_message),
         ]
+        self._unsubscribe.append(mqtt.async_subscribe_connection_status(self.hass, self._connection_changed))
+        self.mqtt_connected = bool(mqtt.is_connected(self.hass))
         for topic, handler in subscriptions:
             self._unsubscribe.append(
                 await mqtt.async_subscribe(self.hass, topic, handler, qos=1, encoding=None)
@@ -207,10 +110,38 @@ class Bridge:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(HomeAssistantError("the cast2mqtt integration was unloaded"))
+        self._fail_waiting("unloaded")
+
+    @callback
+    def _fail_waiting(self, key: str) -> None:
+        waiting = list(self._pending.values())
+        for queue in self._unnamed.values():
+            waiting.extend(queue)
         self._pending.clear()
+        self._unnamed.clear()
+        for future in waiting:
+            if not future.done():
+                future.set_exception(_Abandoned(key))
+
+    @callback
+    def _connection_changed(self, connected: bool) -> None:
+        """Home Assistant's MQTT client connected or lost the broker."""
+        if connected == self.mqtt_connected:
+            return
+        self.mqtt_connected = connected
+        if not connected:
+            # Responses published while Home Assistant is away are not delivered to it later.
+            self._fail_waiting("mqtt_lost")
+        _LOGGER.info(
+            "cast2mqtt bridge under %s: %s", self.base,
+            "MQTT connected again" if connected else "MQTT disconnected, its media players are unavailable",
+        )
+        self._notify_all()
+
+    @callback
+    def _notify_all(self) -> None:
+        for listener in list(self._bridge_listeners):
+            listener()
 
     # MARK: - Listeners
 
@@ -289,7 +220,7 @@ class Bridge:
 
     @callback
     def _devices_message(self, msg: ReceiveMessage) -> None:
-        devices = parse_devices(_json(msg.payload))
+        devices = parse_devices(json_payload(msg.payload))
         if devices is None:
             _LOGGER.debug("ignoring %s: not a JSON array of devices", msg.topic)
             return
@@ -337,7 +268,7 @@ class Bridge:
 
     @callback
     def _bridge_event_message(self, msg: ReceiveMessage) -> None:
-        event = _json(msg.payload)
+        event = json_payload(msg.payload)
         if not isinstance(event, dict) or event.get("type") != "device_removed":
             return
         device_id = event.get("id")
@@ -346,13 +277,17 @@ class Bridge:
 
     @callback
     def _state_message(self, msg: ReceiveMessage) -> None:
-        text = _text(msg.payload)
+        text = text_payload(msg.payload)
         if msg.topic == f"{self.base}/bridge/state":
             online = text is not None and text.strip() == "online"
             if online != self.online:
                 self.online = online
-                for listener in list(self._bridge_listeners):
-                    listener()
+                # Once per change, as the quality scale's log-when-unavailable asks.
+                _LOGGER.info("cast2mqtt bridge under %s is %s", self.base, "online" if online else "offline")
+                if online:
+                    # A bridge that (re)starts may have been upgraded: ask again what it takes.
+                    self.unsupported_keys.clear()
+                self._notify_all()
             return
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge" or text is None:
@@ -370,13 +305,15 @@ class Bridge:
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge":
             return
-        text = _text(msg.payload)
+        text = text_payload(msg.payload)
         if text is None:
             return
         word = text.strip()  # empty: the retained topic was cleared
         if word not in ("online", "offline", ""):
             return
         if (entry := self._tracked(topic)) is not None:
+            if entry.availability in ("online", "offline") and word in ("online", "offline") and word != entry.availability:
+                _LOGGER.info("cast2mqtt device %s is %s", topic, word)
             entry.availability = word or None
             entry.availability_cleared = word == ""
             self._notify(topic)
@@ -390,7 +327,7 @@ class Bridge:
         topic = self._device_topic(msg)
         if topic is None or topic == "bridge":
             return None
-        value = _document(msg.payload)
+        value = document_payload(msg.payload)
         if value is None:
             _LOGGER.debug("ignoring %s: not a JSON object", msg.topic)
             return None
@@ -410,22 +347,48 @@ class Bridge:
         if (found := self._tracked_document(msg)) is not None:
             topic, entry, value = found
             entry.media = value
-            entry.position_updated_at = _timestamp(value.get("position_updated_at")) or dt_util.utcnow()
+            entry.position_updated_at = timestamp(value.get("position_updated_at")) or dt_util.utcnow()
             self._notify(topic)
 
     @callback
+    def _info_message(self, msg: ReceiveMessage) -> None:
+        info = json_payload(msg.payload)
+        if not isinstance(info, dict):
+            return
+        version = short_str(info.get("version"), 64)
+        if version != self.version:
+            self.version = version
+            self.unsupported_keys.clear()
+
+    @callback
     def _response_message(self, msg: ReceiveMessage) -> None:
-        response = _json(msg.payload)
+        response = json_payload(msg.payload)
         if not isinstance(response, dict):
             return
         command_id = response.get("id")
-        if not isinstance(command_id, str):
+        if isinstance(command_id, str):
+            future = self._pending.get(command_id)
+        elif command_id is None and (topic := self._device_topic(msg)) is not None:
+            # The answer to a short-form command (it cannot carry an id): the oldest one waiting
+            # for this command on this device (the bridge runs a device's commands in order).
+            command = response.get("command")
+            waiting = self._unnamed.get((topic, command)) if isinstance(command, str) else None
+            future = None
+            while waiting and future is None:
+                candidate = waiting.popleft()
+                future = candidate if not candidate.done() else None
+        else:
             return
-        future = self._pending.get(command_id)
         if future is not None and not future.done():
             future.set_result(response)
 
     # MARK: - Commands
+
+    def _check_sendable(self, device: DeviceInfoRecord, command: str) -> None:
+        if not self.mqtt_connected:
+            raise CommandError("mqtt_not_connected", device=device.name, command=command, code="mqtt_not_connected")
+        if len(self._pending) >= MAX_PENDING_COMMANDS:
+            raise CommandError("busy", device=device.name, command=command, code="busy")
 
     async def async_command(
         self,
@@ -433,17 +396,65 @@ class Bridge:
         command: str,
         body: dict[str, Any] | None = None,
         *,
-        timeout: float = COMMAND_TIMEOUT,
+        deadline: float = COMMAND_DEADLINE,
+        wait_extra: float = 0.0,
     ) -> dict[str, Any]:
         """Send one command in its JSON form and wait for the bridge's one response.
 
-        Returns the response's `data` object; raises `CommandError` with the bridge's error code
-        and message, or when no response came in time.
+        The command carries `"expires"` = now + `deadline`: a bridge that has not sent it to the
+        device by then answers `timeout` and never sends it. Home Assistant waits for `deadline`
+        plus the time a command started just before it needs (RESPONSE_GRACE) plus `wait_extra`
+        (a command that answers late on purpose, e.g. `announce` with `wait`), so once it reports
+        a timeout the command can no longer run. Returns the response's `data`; raises
+        `CommandError` with the bridge's error code and message, or when no answer came.
         """
-        if len(self._pending) >= MAX_PENDING_COMMANDS:
-            raise CommandError(device.name, command, "busy", "too many cast2mqtt commands are waiting")
+        for attempt in range(len(OPTIONAL_KEYS) + 1):
+            payload = {"expires": rfc3339(dt_util.utcnow() + timedelta(seconds=deadline)), **(body or {})}
+            for key in self.unsupported_keys:
+                payload.pop(key, None)
+            response = await self._exchange(device, command, payload, deadline + RESPONSE_GRACE + wait_extra)
+            refused = _refused_key(response)
+            if refused is None or refused not in payload or attempt == len(OPTIONAL_KEYS):
+                break
+            _LOGGER.info(
+                "%s: the cast2mqtt bridge does not know %r yet (an older version); commands go without it",
+                self.base, refused,
+            )
+            self.unsupported_keys.add(refused)
+        return _result(device, command, response)
+
+    async def async_command_text(self, device: DeviceInfoRecord, command: str, text: str) -> dict[str, Any]:
+        """Send the short form of a command (for what only it can say, such as a relative
+        volume `+5`) and wait for its answer, which carries no id. It carries no deadline either."""
+        self._check_sendable(device, command)
+        future: asyncio.Future[dict[str, Any]] = self.hass.loop.create_future()
+        waiting = self._unnamed.setdefault((device.topic, command), deque())
+        waiting.append(future)
+        timeout = COMMAND_DEADLINE + RESPONSE_GRACE
+        try:
+            await mqtt.async_publish(
+                self.hass, f"{self.base}/{device.topic}/command/{command}", text, qos=1, retain=False
+            )
+            async with asyncio.timeout(timeout):
+                response = await future
+        except TimeoutError:
+            raise self._timeout(device, command, timeout) from None
+        except _Abandoned as abandoned:
+            raise CommandError(abandoned.key, device=device.name, command=command, code=abandoned.key) from None
+        finally:
+            if future in waiting:
+                waiting.remove(future)
+            if not waiting:
+                self._unnamed.pop((device.topic, command), None)
+        self._record(device, command, None, response)
+        return _result(device, command, response)
+
+    async def _exchange(
+        self, device: DeviceInfoRecord, command: str, body: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        self._check_sendable(device, command)
         command_id = f"ha-{uuid.uuid4().hex}"
-        payload = json.dumps({**(body or {}), "id": command_id}, separators=(",", ":"))
+        payload = json.dumps({**body, "id": command_id}, separators=(",", ":"))
         future: asyncio.Future[dict[str, Any]] = self.hass.loop.create_future()
         self._pending[command_id] = future
         try:
@@ -453,22 +464,61 @@ class Bridge:
             async with asyncio.timeout(timeout):
                 response = await future
         except TimeoutError:
-            raise CommandError(
-                device.name,
-                command,
-                "timeout",
-                f"no response from the cast2mqtt bridge within {timeout:g} s "
-                f"(is it running and connected to the broker under '{self.base}'?)",
-            ) from None
+            raise self._timeout(device, command, timeout) from None
+        except _Abandoned as abandoned:
+            raise CommandError(abandoned.key, device=device.name, command=command, code=abandoned.key) from None
         finally:
             self._pending.pop(command_id, None)
+        self._record(device, command, command_id, response)
+        return response
 
-        if response.get("status") == "ok":
-            data = response.get("data")
-            return data if isinstance(data, dict) else {}
+    def _timeout(self, device: DeviceInfoRecord, command: str, timeout: float) -> CommandError:
+        self.recent.append({"at": rfc3339(dt_util.utcnow()), "device": device.topic, "command": command,
+                            "status": "no_response"})
+        return CommandError("command_timeout", device=device.name, command=command, code="timeout",
+                            seconds=f"{timeout:g}", base_topic=self.base)
+
+    def _record(self, device: DeviceInfoRecord, command: str, command_id: str | None, response: dict[str, Any]) -> None:
+        """Keeps what diagnostics may show of a response: never its data."""
+        entry: dict[str, Any] = {"at": rfc3339(dt_util.utcnow()), "device": device.topic, "command": command,
+                                 "id": command_id, "status": short_str(response.get("status"), 16)}
         error = response.get("error")
-        code, message = "unknown", "the bridge reported an error without details"
         if isinstance(error, dict):
-            code = _short_str(error.get("code"), 64) or code
-            message = _short_str(error.get("message"), 2048) or message
-        raise command_error(device.name, command, code, message)
+            entry["error_code"] = short_str(error.get("code"), 64)
+            entry["error_message"] = short_str(error.get("message"), 512)
+        self.recent.append(entry)
+
+
+class _Abandoned(Exception):
+    """A waiting command was given up (`key`: why) before its answer came."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _refused_key(response: dict[str, Any]) -> str | None:
+    """The optional key an older bridge refused (`unknown key "expires" for ...`), if that is
+    what this error response says."""
+    error = response.get("error")
+    if response.get("status") != "error" or not isinstance(error, dict) or error.get("code") != "invalid_payload":
+        return None
+    message = error.get("message")
+    if not isinstance(message, str):
+        return None
+    for key in OPTIONAL_KEYS:
+        if message.startswith(f'unknown key "{key}"'):
+            return key
+    return None
+
+
+def _result(device: DeviceInfoRecord, command: str, response: dict[str, Any]) -> dict[str, Any]:
+    if response.get("status") == "ok":
+        data = response.get("data")
+        return data if isinstance(data, dict) else {}
+    error = response.get("error")
+    code, message = "unknown", "the bridge reported an error without details"
+    if isinstance(error, dict):
+        code = short_str(error.get("code"), 64) or code
+        message = short_str(error.get("message"), 2048) or message
+    raise command_error(device.name, command, code, message)

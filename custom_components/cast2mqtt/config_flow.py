@@ -8,9 +8,11 @@ from typing import Any
 import voluptuous as vol
 
 from homeassistant.config_entries import ConfigFlow, ConfigFlowResult
+from homeassistant.core import callback
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 
-from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC, DOMAIN
+from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC, DOMAIN, ENTRY_MINOR_VERSION, ENTRY_VERSION, unique_id
 
 # A base topic: levels of printable characters without wildcards, not starting with `$`.
 _BASE_TOPIC_RE = re.compile(r"^[^\s+#/$][^\s+#]*$")
@@ -27,9 +29,10 @@ def valid_base_topic(value: str) -> bool:
 
 
 class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
-    """Ask for the base topic, or confirm a bridge found on MQTT."""
+    """Ask for the base topic, confirm a bridge found on MQTT, or change the base topic."""
 
-    VERSION = 1
+    VERSION = ENTRY_VERSION
+    MINOR_VERSION = ENTRY_MINOR_VERSION
 
     def __init__(self) -> None:
         self._discovered_base: str | None = None
@@ -47,13 +50,7 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
                 self._abort_if_unique_id_configured()
                 return self.async_create_entry(title=base, data={CONF_BASE_TOPIC: base})
             errors[CONF_BASE_TOPIC] = "invalid_topic"
-        return self.async_show_form(
-            step_id="user",
-            data_schema=vol.Schema(
-                {vol.Required(CONF_BASE_TOPIC, default=DEFAULT_BASE_TOPIC): str}
-            ),
-            errors=errors,
-        )
+        return self.async_show_form(step_id="user", data_schema=_schema(DEFAULT_BASE_TOPIC), errors=errors)
 
     async def async_step_mqtt(self, discovery_info: MqttServiceInfo) -> ConfigFlowResult:
         """Home Assistant saw `<base>/bridge/devices` (see `mqtt` in manifest.json)."""
@@ -71,10 +68,52 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
         return await self.async_step_confirm()
 
     async def async_step_confirm(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """Confirm the discovered bridge."""
+        """Confirm the discovered bridge (nothing to enter)."""
         base = self._discovered_base or DEFAULT_BASE_TOPIC
         if user_input is not None:
             return self.async_create_entry(title=base, data={CONF_BASE_TOPIC: base})
+        self._set_confirm_only()
+        return self.async_show_form(step_id="confirm", description_placeholders={"base_topic": base})
+
+    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """The bridge now publishes under another base topic: move the entry and its media
+        players there (their registry entries are renamed, so entity ids stay)."""
+        entry = self._get_reconfigure_entry()
+        current = entry.data.get(CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC)
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            base = str(user_input[CONF_BASE_TOPIC]).strip()
+            if not valid_base_topic(base):
+                errors[CONF_BASE_TOPIC] = "invalid_topic"
+            else:
+                await self.async_set_unique_id(base, raise_on_progress=False)
+                if base != current:
+                    self._abort_if_unique_id_configured()
+                    _rename_players(self.hass, entry.entry_id, current, base)
+                return self.async_update_reload_and_abort(
+                    entry, unique_id=base, title=base, data_updates={CONF_BASE_TOPIC: base}
+                )
         return self.async_show_form(
-            step_id="confirm", description_placeholders={"base_topic": base}
+            step_id="reconfigure",
+            data_schema=_schema(current),
+            errors=errors,
+            description_placeholders={"base_topic": current},
         )
+
+
+def _schema(default: str) -> vol.Schema:
+    return vol.Schema({vol.Required(CONF_BASE_TOPIC, default=default): str})
+
+
+@callback
+def _rename_players(hass: Any, entry_id: str, old_base: str, new_base: str) -> None:
+    """Gives the entry's media players the unique ids of the new base topic."""
+    registry = er.async_get(hass)
+    prefix = unique_id(old_base, "")[: -len(":media_player")]
+    for registry_entry in er.async_entries_for_config_entry(registry, entry_id):
+        if registry_entry.unique_id.startswith(prefix) and registry_entry.unique_id.endswith(":media_player"):
+            device_id = registry_entry.unique_id[len(prefix):-len(":media_player")]
+            try:
+                registry.async_update_entity(registry_entry.entity_id, new_unique_id=unique_id(new_base, device_id))
+            except ValueError:  # a stale entry of the new base holds that id; the player takes that one
+                continue

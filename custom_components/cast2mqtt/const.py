@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 DOMAIN: Final = "cast2mqtt"
 
@@ -13,9 +13,22 @@ DEFAULT_BASE_TOPIC: Final = "cast2mqtt"
 # The Default Media Receiver, launched by `turn_on`.
 DEFAULT_MEDIA_RECEIVER: Final = "CC1AD845"
 
-# How long a command waits for the bridge's response. The bridge answers every command within
-# its own cast.request_timeout (10 s by default); the margin covers a launch before a load.
-COMMAND_TIMEOUT: Final = 20.0
+# Every JSON command carries `"expires"`: the time after which the bridge answers `timeout` instead
+# of sending it to the device (so a command Home Assistant gave up on never runs later).
+COMMAND_DEADLINE: Final = 10.0
+# An announcement may wait behind another one that is still playing (the bridge queues them).
+ANNOUNCE_DEADLINE: Final = 60.0
+# After the deadline Home Assistant still waits this long for the answer: a command the bridge
+# started just before its deadline is answered within the bridge's cast.request_timeout (10 s by
+# default), twice for a load that launches the Default Media Receiver first. Only once this has
+# passed without an answer is the command reported as timed out, and by then it can no longer run.
+RESPONSE_GRACE: Final = 20.0
+COMMAND_TIMEOUT: Final = COMMAND_DEADLINE + RESPONSE_GRACE
+# `announce` with `"wait": true` answers when the clip has finished; the bridge ends a clip after
+# at most 10 minutes.
+ANNOUNCE_CLIP_LIMIT: Final = 600.0
+# Responses kept for diagnostics (command, status, error code; never the data).
+RECENT_RESPONSES: Final = 50
 # Commands in flight at once, per bridge (a bound, not a tuning knob).
 MAX_PENDING_COMMANDS: Final = 256
 # Device topics remembered before they are listed in bridge/devices (bounds hostile floods).
@@ -30,6 +43,10 @@ APP_ID_RE: Final = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 PLAYER_STATES: Final = ("off", "idle", "buffering", "playing", "paused")
 
+# Config entry versions: 1.2 puts the base topic into the media players' unique ids.
+ENTRY_VERSION: Final = 1
+ENTRY_MINOR_VERSION: Final = 2
+
 SERVICE_TRANSFER: Final = "transfer"
 SERVICE_SET_PLAYBACK_RATE: Final = "set_playback_rate"
 SERVICE_LAUNCH: Final = "launch"
@@ -43,3 +60,28 @@ ATTR_NAMESPACE: Final = "namespace"
 ATTR_DATA: Final = "data"
 ATTR_REPLY: Final = "reply"
 ATTR_TIMEOUT: Final = "timeout"
+
+# Where the loaded media players are found by the integration's actions (entity id -> player).
+DATA_PLAYERS: Final = f"{DOMAIN}_players"
+
+
+def unique_id(base_topic: str, device_id: str) -> str:
+    """A media player's unique id: the bridge's base topic and the Cast device id, so two bridges
+    that see the same device give two players instead of one colliding id."""
+    return f"{base_topic}:{device_id}:media_player"
+
+
+def legacy_unique_id(device_id: str) -> str:
+    """The unique id before 1.2 (config entry minor version 1), without the base topic."""
+    return f"cast2mqtt_{device_id}_media_player"
+
+
+def device_identifier(device_id: str) -> tuple[str, str]:
+    """The bridge's MQTT discovery registers the device under the MQTT integration's domain;
+    the same identifier makes the media player part of that same device."""
+    return ("mqtt", f"cast2mqtt_{device_id}")
+
+
+def players(hass: Any) -> dict[str, Any]:
+    """The media players of every loaded entry, by entity id."""
+    return hass.data.setdefault(DATA_PLAYERS, {})

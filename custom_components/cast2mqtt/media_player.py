@@ -6,48 +6,40 @@ from datetime import datetime
 import math
 from typing import TYPE_CHECKING, Any
 
-import voluptuous as vol
-
 from homeassistant.components import media_source
 from homeassistant.components.media_player import (
     ATTR_MEDIA_ANNOUNCE,
     ATTR_MEDIA_ENQUEUE,
     ATTR_MEDIA_EXTRA,
-    BrowseError,
     BrowseMedia,
+    MediaPlayerDeviceClass,
     MediaPlayerEnqueue,
     MediaPlayerEntity,
     MediaPlayerEntityFeature,
     MediaPlayerState,
     MediaType,
+    RepeatMode,
     async_process_play_media_url,
 )
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
-from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import config_validation as cv, device_registry as dr, entity_registry as er
+from homeassistant.core import HomeAssistant, ServiceResponse, callback
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
-from homeassistant.helpers.entity_platform import AddEntitiesCallback, async_get_current_platform
-from homeassistant.util import dt as dt_util
+from homeassistant.helpers.entity_platform import AddEntitiesCallback
 
-from .bridge import Bridge, DeviceInfoRecord, DeviceTopics
+from . import enqueue as enqueueing
+from .bridge import Bridge
 from .const import (
-    APP_ID_RE,
-    ATTR_APP_ID,
-    ATTR_DATA,
-    ATTR_KEEP_SOURCE,
-    ATTR_NAMESPACE,
-    ATTR_RATE,
-    ATTR_REPLY,
-    ATTR_TIMEOUT,
-    ATTR_TO,
-    COMMAND_TIMEOUT,
+    ANNOUNCE_CLIP_LIMIT,
+    ANNOUNCE_DEADLINE,
     DEFAULT_MEDIA_RECEIVER,
     DOMAIN,
-    SERVICE_LAUNCH,
-    SERVICE_SEND_MESSAGE,
-    SERVICE_SET_PLAYBACK_RATE,
-    SERVICE_TRANSFER,
+    device_identifier,
+    players,
+    unique_id,
 )
+from .errors import InvalidCommandError, error, service_error
+from .features import REPEAT_WORDS, media_active, repeat_of, shuffle_of, supported_features, volume_of
+from .payloads import DeviceInfoRecord, DeviceTopics
 
 if TYPE_CHECKING:
     from . import Cast2MqttConfigEntry
@@ -71,42 +63,13 @@ _CONTENT_TYPES = {
     "generic": MediaType.VIDEO,
 }
 
-# What a media session always allows, and what the receiver's supported commands add.
-_ALWAYS = (
-    MediaPlayerEntityFeature.PLAY_MEDIA
-    | MediaPlayerEntityFeature.BROWSE_MEDIA
-    | MediaPlayerEntityFeature.MEDIA_ANNOUNCE
-    | MediaPlayerEntityFeature.MEDIA_ENQUEUE
-    | MediaPlayerEntityFeature.TURN_ON
-    | MediaPlayerEntityFeature.TURN_OFF
-)
-_BY_COMMAND = {
-    "pause": MediaPlayerEntityFeature.PAUSE | MediaPlayerEntityFeature.PLAY,
-    "seek": MediaPlayerEntityFeature.SEEK,
-    "queue_next": MediaPlayerEntityFeature.NEXT_TRACK,
-    "queue_prev": MediaPlayerEntityFeature.PREVIOUS_TRACK,
+# `cast_type` of bridge/devices: a Chromecast or Android TV drives a screen; speakers and
+# speaker groups play audio.
+_DEVICE_CLASSES = {
+    "video": MediaPlayerDeviceClass.TV,
+    "audio": MediaPlayerDeviceClass.SPEAKER,
+    "group": MediaPlayerDeviceClass.SPEAKER,
 }
-_VOLUME = (
-    MediaPlayerEntityFeature.VOLUME_SET
-    | MediaPlayerEntityFeature.VOLUME_STEP
-    | MediaPlayerEntityFeature.VOLUME_MUTE
-)
-
-_NAMESPACE_PREFIX = "urn:x-cast:"
-
-
-def _app_id(value: Any) -> str:
-    value = cv.string(value)
-    if not APP_ID_RE.match(value):
-        raise vol.Invalid("an app id is 1-64 letters, digits, '_', '-' or '.'")
-    return value
-
-
-def _namespace(value: Any) -> str:
-    value = cv.string(value)
-    if not value.startswith(_NAMESPACE_PREFIX) or len(value) <= len(_NAMESPACE_PREFIX) or len(value) > 256:
-        raise vol.Invalid("a namespace starts with urn:x-cast: (e.g. urn:x-cast:com.example.app)")
-    return value
 
 
 async def async_setup_entry(
@@ -114,70 +77,29 @@ async def async_setup_entry(
     entry: Cast2MqttConfigEntry,
     async_add_entities: AddEntitiesCallback,
 ) -> None:
-    """Add a media player for every device the bridge lists, now and later."""
+    """Add a media player for every device the bridge lists, now and later. The integration's
+    actions are registered in `async_setup` (services.py)."""
     bridge = entry.runtime_data
-    players: dict[str, Cast2MqttMediaPlayer] = {}
+    known: dict[str, Cast2MqttMediaPlayer] = {}
 
     @callback
     def devices_changed(added: list[str], removed: list[str]) -> None:
         new = []
         for device_id in added:
-            if device_id not in players and device_id in bridge.devices:
-                players[device_id] = Cast2MqttMediaPlayer(bridge, device_id)
-                new.append(players[device_id])
+            if device_id not in known and device_id in bridge.devices:
+                known[device_id] = Cast2MqttMediaPlayer(bridge, device_id)
+                new.append(known[device_id])
         if new:
             async_add_entities(new)
         for device_id in removed:
-            player = players.pop(device_id, None)
-            hass.async_create_task(_async_remove_device(hass, entry, device_id, player))
+            player = known.pop(device_id, None)
+            entry.async_create_background_task(
+                hass, _async_remove_device(hass, entry, device_id, player), f"{DOMAIN} remove {device_id}"
+            )
 
     entry.async_on_unload(bridge.async_listen_devices(devices_changed))
     if bridge.devices:
         devices_changed(list(bridge.devices), [])
-
-    platform = async_get_current_platform()
-    platform.async_register_entity_service(
-        SERVICE_TRANSFER,
-        {
-            vol.Required(ATTR_TO): cv.string,
-            vol.Optional(ATTR_KEEP_SOURCE, default=False): cv.boolean,
-        },
-        "async_transfer",
-        supports_response=SupportsResponse.OPTIONAL,
-    )
-    platform.async_register_entity_service(
-        SERVICE_SET_PLAYBACK_RATE,
-        {vol.Required(ATTR_RATE): vol.All(vol.Coerce(float), vol.Range(min=0.5, max=2.0))},
-        "async_set_playback_rate",
-    )
-    platform.async_register_entity_service(
-        SERVICE_LAUNCH,
-        {vol.Required(ATTR_APP_ID): _app_id},
-        "async_launch",
-    )
-    platform.async_register_entity_service(
-        SERVICE_SEND_MESSAGE,
-        {
-            vol.Required(ATTR_NAMESPACE): _namespace,
-            vol.Required(ATTR_DATA): vol.Any(dict, list, str, int, float, bool),
-            vol.Optional(ATTR_APP_ID): _app_id,
-            vol.Optional(ATTR_REPLY): cv.boolean,
-            vol.Optional(ATTR_TIMEOUT): vol.All(vol.Coerce(float), vol.Range(min=1, max=300)),
-        },
-        _async_send_message,
-        supports_response=SupportsResponse.OPTIONAL,
-    )
-
-
-async def _async_send_message(entity: Cast2MqttMediaPlayer, call: ServiceCall) -> ServiceResponse:
-    """`cast2mqtt.send_message`: waits for the app's reply when a response is asked for."""
-    return await entity.async_send_message(
-        call.data[ATTR_NAMESPACE],
-        call.data[ATTR_DATA],
-        app_id=call.data.get(ATTR_APP_ID),
-        reply=call.data.get(ATTR_REPLY, call.return_response),
-        timeout=call.data.get(ATTR_TIMEOUT),
-    )
 
 
 async def _async_remove_device(
@@ -190,10 +112,10 @@ async def _async_remove_device(
     if player is not None and player.hass is not None:
         await player.async_remove(force_remove=True)
     entities = er.async_get(hass)
-    if entity_id := entities.async_get_entity_id("media_player", DOMAIN, _unique_id(device_id)):
+    if entity_id := entities.async_get_entity_id("media_player", DOMAIN, unique_id(entry.runtime_data.base, device_id)):
         entities.async_remove(entity_id)
     devices = dr.async_get(hass)
-    if device := devices.async_get_device(identifiers={_device_identifier(device_id)}):
+    if device := devices.async_get_device(identifiers={device_identifier(device_id)}):
         if er.async_entries_for_device(entities, device.id, include_disabled_entities=True):
             # The MQTT entities are still there; the MQTT integration removes the device with them.
             devices.async_update_device(device.id, remove_config_entry_id=entry.entry_id)
@@ -201,16 +123,6 @@ async def _async_remove_device(
             # The MQTT integration went first and kept the device because this media player was
             # still on it: nothing is left on the device, so it goes.
             devices.async_remove_device(device.id)
-
-
-def _unique_id(device_id: str) -> str:
-    return f"cast2mqtt_{device_id}_media_player"
-
-
-def _device_identifier(device_id: str) -> tuple[str, str]:
-    # The bridge's MQTT discovery registers the device under the MQTT integration's domain;
-    # using the same identifier makes this media player part of that same device.
-    return ("mqtt", f"cast2mqtt_{device_id}")
 
 
 def _number(value: Any) -> float | None:
@@ -236,14 +148,23 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         self._bridge = bridge
         self._device_id = device_id
         record = bridge.devices[device_id]
-        self._attr_unique_id = _unique_id(device_id)
+        self._attr_unique_id = unique_id(bridge.base, device_id)
         self._attr_device_info = DeviceInfo(
-            identifiers={_device_identifier(device_id)},
+            identifiers={device_identifier(device_id)},
             name=record.name,
             model=record.model,
         )
 
     # MARK: - State
+
+    @property
+    def device_id_of_bridge(self) -> str:
+        """The Cast device id (the bridge's `id`)."""
+        return self._device_id
+
+    @property
+    def bridge(self) -> Bridge:
+        return self._bridge
 
     @property
     def _record(self) -> DeviceInfoRecord | None:
@@ -264,16 +185,14 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
 
     @property
     def _volume(self) -> dict[str, Any]:
-        volume = self._receiver.get("volume")
-        return volume if isinstance(volume, dict) else {}
-
-    @property
-    def _has_media_session(self) -> bool:
-        return isinstance(self._media.get("media_session_id"), int)
+        return volume_of(self._receiver)
 
     async def async_added_to_hass(self) -> None:
-        """Follow the device's topics."""
+        """Follow the device's topics; be found by the integration's actions."""
         self.async_on_remove(self._bridge.async_listen_device(self._device_id, self._changed))
+        registry = players(self.hass)
+        registry[self.entity_id] = self
+        self.async_on_remove(lambda: registry.pop(self.entity_id, None))
 
     @callback
     def _changed(self) -> None:
@@ -282,8 +201,18 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
 
     @property
     def available(self) -> bool:
-        """Online when the bridge is online and the device answers."""
-        return self._bridge.online and self._record is not None and self._topics.availability == "online"
+        """Home Assistant is connected to the broker, the bridge is online and the device answers."""
+        return (
+            self._bridge.mqtt_connected
+            and self._bridge.online
+            and self._record is not None
+            and self._topics.availability == "online"
+        )
+
+    @property
+    def device_class(self) -> MediaPlayerDeviceClass | None:
+        record = self._record
+        return _DEVICE_CLASSES.get(record.cast_type or "") if record else None
 
     @property
     def state(self) -> MediaPlayerState | None:
@@ -293,21 +222,16 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
 
     @property
     def supported_features(self) -> MediaPlayerEntityFeature:
-        """From the receiver's volume control and the media session's supported commands."""
-        features = _ALWAYS
-        if self._volume.get("control_type") != "fixed":
-            features |= _VOLUME
-        if self._has_media_session:
-            features |= MediaPlayerEntityFeature.STOP
-            commands = self._media.get("supported_commands")
-            if isinstance(commands, list):
-                for command in commands:
-                    if isinstance(command, str):
-                        features |= _BY_COMMAND.get(command, MediaPlayerEntityFeature(0))
-            else:  # unknown: let the device decide
-                features |= MediaPlayerEntityFeature.PAUSE | MediaPlayerEntityFeature.PLAY
-                features |= MediaPlayerEntityFeature.SEEK
-        return features
+        """What the device can do now (see features.py)."""
+        return supported_features(self._receiver, self._media)
+
+    @property
+    def repeat(self) -> RepeatMode | None:
+        return repeat_of(self._media)
+
+    @property
+    def shuffle(self) -> bool | None:
+        return shuffle_of(self._media)
 
     @property
     def volume_level(self) -> float | None:
@@ -420,18 +344,29 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
     # MARK: - Commands
 
     async def _command(
-        self, command: str, body: dict[str, Any] | None = None, *, timeout: float = COMMAND_TIMEOUT
+        self, command: str, body: dict[str, Any] | None = None, **options: float
     ) -> dict[str, Any]:
         record = self._record
         if record is None:
-            raise HomeAssistantError(f"{self.entity_id}: the cast2mqtt bridge no longer lists this device")
-        return await self._bridge.async_command(record, command, body, timeout=timeout)
+            raise error("device_not_listed", entity_id=self.entity_id)
+        return await self._bridge.async_command(record, command, body, **options)
 
     async def async_turn_on(self) -> None:
+        """Launch the Default Media Receiver, but only on a player that is off: an app that runs
+        (Spotify, Netflix, a cast tab) is left alone."""
+        if self.state not in (None, MediaPlayerState.OFF):
+            return
         await self._command("launch", {"app_id": DEFAULT_MEDIA_RECEIVER})
 
     async def async_turn_off(self) -> None:
-        await self._command("quit")
+        """Quit the running app; a player that is already off stays off without an error."""
+        if self.state == MediaPlayerState.OFF:
+            return
+        try:
+            await self._command("quit")
+        except InvalidCommandError as err:
+            if err.code != "no_app":
+                raise
 
     async def async_media_play(self) -> None:
         await self._command("play")
@@ -454,15 +389,41 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
     async def async_set_volume_level(self, volume: float) -> None:
         await self._command("volume", {"level": round(min(max(float(volume), 0.0), 1.0), 4)})
 
+    async def _async_volume_step(self, sign: str) -> None:
+        # Relative on the bridge (`+5`), so quick presses add up instead of each one setting
+        # the level it read before the previous one was applied.
+        record = self._record
+        if record is None:
+            raise error("device_not_listed", entity_id=self.entity_id)
+        percent = round(self.volume_step * 100, 2)
+        await self._bridge.async_command_text(record, "volume", f"{sign}{percent:g}")
+
+    async def async_volume_up(self) -> None:
+        await self._async_volume_step("+")
+
+    async def async_volume_down(self) -> None:
+        await self._async_volume_step("-")
+
     async def async_mute_volume(self, mute: bool) -> None:
         await self._command("mute", {"muted": bool(mute)})
 
+    async def async_set_repeat(self, repeat: RepeatMode) -> None:
+        await self._command("queue", {"repeat": REPEAT_WORDS[RepeatMode(repeat)]})
+
+    async def async_set_shuffle(self, shuffle: bool) -> None:
+        """On: the queue is shuffled (once, as Cast does). Off: ends `all_and_shuffle`; an order
+        that was shuffled cannot be put back."""
+        if shuffle:
+            await self._command("queue", {"shuffle": True})
+        elif self.shuffle:
+            await self._command("queue", {"repeat": "all"})
+
     async def async_play_media(self, media_type: MediaType | str, media_id: str, **kwargs: Any) -> None:
-        """URLs and media_source items; `announce` restores, `enqueue` maps to the queue."""
+        """URLs and media_source items; `announce` restores, `enqueue` inserts into the queue."""
         content_type: str | None = None
         if media_source.is_media_source_id(media_id):
-            item = await media_source.async_resolve_media(self.hass, media_id, self.entity_id)
-            media_id, content_type = item.url, item.mime_type
+            resolved = await media_source.async_resolve_media(self.hass, media_id, self.entity_id)
+            media_id, content_type = resolved.url, resolved.mime_type
         media_id = async_process_play_media_url(self.hass, media_id)
         if "/" in str(media_type):  # a MIME type given as media_content_type
             content_type = content_type or str(media_type)
@@ -472,15 +433,7 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         title = _string(extra.get("title"), 1024) or _string(metadata.get("title"), 1024)
 
         if kwargs.get(ATTR_MEDIA_ANNOUNCE):
-            body: dict[str, Any] = {"url": media_id}
-            if content_type:
-                body["content_type"] = content_type
-            if title:
-                body["title"] = title
-            volume = _number(extra.get("volume"))
-            if volume is not None and 0 <= volume <= 1:
-                body["volume"] = volume
-            await self._command("announce", body)
+            await self._async_announce(media_id, content_type, title, _number(extra.get("volume")))
             return
 
         item: dict[str, Any] = {"url": media_id}
@@ -495,75 +448,71 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
             item["images"] = [thumb]
 
         enqueue = kwargs.get(ATTR_MEDIA_ENQUEUE)
-        if enqueue in (MediaPlayerEnqueue.ADD, MediaPlayerEnqueue.NEXT) and self._has_media_session:
-            await self._command("load", self._queue_with(item, at_end=enqueue == MediaPlayerEnqueue.ADD))
+        if enqueue in (MediaPlayerEnqueue.ADD, MediaPlayerEnqueue.NEXT, MediaPlayerEnqueue.PLAY) and media_active(
+            self._media
+        ):
+            await self._async_enqueue(MediaPlayerEnqueue(enqueue), item)
             return
         await self._command("load", item)
 
-    def _queue_with(self, item: dict[str, Any], *, at_end: bool) -> dict[str, Any]:
-        """A `load` of the current item (at its live position) and what follows, plus `item`.
+    async def _async_announce(
+        self, url: str, content_type: str | None, title: str | None, volume: float | None
+    ) -> None:
+        """The bridge plays the clip and then restores what played; with `wait` it answers when
+        the clip has finished, so a script's next step runs after the announcement."""
+        body: dict[str, Any] = {"url": url, "wait": True}
+        if content_type:
+            body["content_type"] = content_type
+        if title:
+            body["title"] = title
+        if volume is not None and 0 <= volume <= 1:
+            body["volume"] = volume
+        await self._command("announce", body, deadline=ANNOUNCE_DEADLINE, wait_extra=ANNOUNCE_CLIP_LIMIT)
 
-        The contract has no queue-insert command, so the queue is loaded again: what already
-        played is dropped, the current item continues where it is.
-        """
-        media = self._media
-        current: dict[str, Any] = {"url": _string(media.get("content_id")) or item["url"]}
-        for key in ("content_type", "title", "subtitle", "artist", "album"):
-            if value := _string(media.get(key), 1024):
-                current[key] = value
-        if (image := self.media_image_url) is not None:
-            current["images"] = [image]
-        following: list[dict[str, Any]] = []
-        queue = media.get("queue")
-        if isinstance(queue, dict) and isinstance(queue.get("items"), list):
-            current_item = queue.get("current_item_id")
-            seen_current = False
-            for entry in queue["items"][:199]:
-                if not isinstance(entry, dict):
-                    continue
-                if entry.get("item_id") == current_item:
-                    seen_current = True
-                    continue
-                if seen_current and (url := _string(entry.get("content_id"))):
-                    following.append({"url": url, **({"title": t} if (t := _string(entry.get("title"), 1024)) else {})})
-        items = [current, *following, item] if at_end else [current, item, *following]
-        body: dict[str, Any] = {"queue": items[:200]}
-        position = self.media_position
-        if position is not None:
-            updated = self.media_position_updated_at
-            if self.state == MediaPlayerState.PLAYING and updated is not None:
-                rate = _number(media.get("playback_rate")) or 1.0
-                position += max(0.0, (dt_util.utcnow() - updated).total_seconds()) * rate
-            body["position"] = round(position, 3)
-        if self.state == MediaPlayerState.PAUSED:
-            body["autoplay"] = False
-        return body
+    async def _async_enqueue(self, enqueue: MediaPlayerEnqueue, item: dict[str, Any]) -> None:
+        try:
+            for body in enqueueing.insert_commands(enqueue, item):
+                await self._command("queue", body)
+            return
+        except InvalidCommandError as err:
+            if err.code != "unknown_command":
+                raise
+        # A bridge without `queue`: load the queue again, unless that would lose items.
+        body = enqueueing.reload_body(
+            self._media, item, enqueue=enqueue, position=self.media_position,
+            updated_at=self.media_position_updated_at, image=self.media_image_url,
+        )
+        if body is None:
+            raise service_error("enqueue_needs_queue", entity_id=self.entity_id)
+        await self._command("load", body)
 
     async def async_browse_media(
         self, media_content_type: MediaType | str | None = None, media_content_id: str | None = None
     ) -> BrowseMedia:
         """Browse media sources: audio, video and images."""
         if "media_source" not in self.hass.config.components:
-            raise BrowseError("media_source is not set up in Home Assistant")
+            raise error("no_media_source")
         return await media_source.async_browse_media(
             self.hass,
             media_content_id,
             content_filter=lambda item: item.media_content_type.startswith(("audio/", "video/", "image/")),
         )
 
-    # MARK: - Services of the integration
+    # MARK: - The integration's actions (registered in services.py)
 
     async def async_transfer(self, to: str, keep_source: bool = False) -> ServiceResponse:
-        """`cast2mqtt.transfer`: `to` is a media player of this integration or a device name."""
+        """`cast2mqtt.transfer`: `to` is a media player of the same bridge, or a device's topic
+        name, friendly name or id."""
         target = to
         if to.startswith("media_player."):
-            entry = er.async_get(self.hass).async_get(to)
-            if entry is None or entry.platform != DOMAIN or not entry.unique_id.startswith("cast2mqtt_"):
-                raise HomeAssistantError(f"{to} is not a cast2mqtt media player")
-            device_id = entry.unique_id.removeprefix("cast2mqtt_").removesuffix("_media_player")
-            record = self._bridge.devices.get(device_id)
+            player = players(self.hass).get(to)
+            if player is None:
+                raise service_error("not_a_player", target=to)
+            if player.bridge is not self._bridge:
+                raise service_error("other_bridge", target=to, entity_id=self.entity_id)
+            record = self._bridge.devices.get(player.device_id_of_bridge)
             if record is None:
-                raise HomeAssistantError(f"the cast2mqtt bridge does not list {to}")
+                raise service_error("target_not_listed", target=to)
             target = record.topic
         return await self._command("transfer", {"to": target, "keep_source": keep_source})
 
@@ -584,9 +533,8 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
             body["app_id"] = app_id
         if timeout is not None:
             body["timeout"] = timeout
-        # The bridge waits `timeout` (or its cast.request_timeout, 10 s) for the reply.
-        wait = max(COMMAND_TIMEOUT, (timeout or 0) + 10)
-        result = await self._command("send", body, timeout=wait)
+        # The bridge waits `timeout` (or its cast.request_timeout) for the reply.
+        result = await self._command("send", body, wait_extra=timeout or 0.0)
         response: dict[str, Any] = {"namespace": namespace}
         if reply:
             response["reply"] = result.get("data")

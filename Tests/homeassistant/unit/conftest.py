@@ -1,0 +1,119 @@
+"""Unit tests of the integration in an in-process Home Assistant (pytest-homeassistant-custom-
+component, the release built from the same Core as the venv; see scripts/lib/ha.sh), with
+Home Assistant's MQTT integration on a mocked client: messages are fired at it, and what the
+integration publishes is read from the mock.
+
+Run with the Home Assistant venv's python, separately from the end-to-end tests (this plugin
+replaces the event loop and blocks sockets for every test in its session):
+
+    ~/.cache/cast2mqtt/homeassistant-2025.4.4/bin/python -m pytest -q -p no:cacheprovider Tests/homeassistant/unit
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import Any
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+# Imported now, as the namespace package of the repository's custom_components/: Home Assistant's
+# loader imports `custom_components` with its test config dir first on sys.path, whose regular
+# package would otherwise hide the repository's folder.
+import custom_components  # noqa: E402, F401
+
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_mqtt_message  # noqa: E402
+
+from homeassistant.core import HomeAssistant  # noqa: E402
+
+BASE = "cast2mqtt"
+TV_ID = "0123456789abcdef0123456789abcd01"
+SPEAKER_ID = "0123456789abcdef0123456789abcd02"
+DEVICES = [
+    {"id": TV_ID, "name": "Living Room TV", "topic": "living_room_tv", "model": "Chromecast", "cast_type": "video"},
+    {"id": SPEAKER_ID, "name": "Kitchen", "topic": "kitchen", "model": "Google Home", "cast_type": "audio"},
+]
+TV = "media_player.living_room_tv"
+PLAYING = {"state": "playing", "media_session_id": 1, "content_id": "http://example.com/a.mp3",
+           "supported_commands": ["pause", "seek", "volume", "mute", "queue_next", "queue_prev"]}
+SPEAKER = "media_player.kitchen"
+
+
+@pytest.fixture(autouse=True)
+def auto_enable_custom_integrations(enable_custom_integrations):
+    yield
+
+
+@pytest.fixture
+def expected_lingering_timers() -> bool:
+    """The MQTT integration's own periodic timer outlives a test that leaves its entry loaded."""
+    return True
+
+
+def make_entry(base: str = BASE, minor_version: int = 2, **kwargs: Any) -> MockConfigEntry:
+    return MockConfigEntry(domain="cast2mqtt", title=base, unique_id=base, data={"base_topic": base},
+                           version=1, minor_version=minor_version, **kwargs)
+
+
+def publish_bridge(hass: HomeAssistant, base: str = BASE, *, state: str = "off",
+                   media: dict[str, Any] | None = None, receiver: dict[str, Any] | None = None) -> None:
+    """What a running bridge publishes: online, two devices online, `state`, `media`. Published
+    live (not retained: Home Assistant hands a retained message to a subscription only once, as a
+    broker does)."""
+    async_fire_mqtt_message(hass, f"{base}/bridge/state", "online")
+    async_fire_mqtt_message(hass, f"{base}/bridge/devices", json.dumps(DEVICES))
+    for device in DEVICES:
+        topic = device["topic"]
+        async_fire_mqtt_message(hass, f"{base}/{topic}/availability", "online")
+        async_fire_mqtt_message(hass, f"{base}/{topic}/state", state)
+        async_fire_mqtt_message(hass, f"{base}/{topic}/receiver", json.dumps(receiver or {
+            "app_id": None, "volume": {"level": 0.5, "muted": False, "control_type": "attenuation", "step": 0.05}}),
+            )
+        async_fire_mqtt_message(hass, f"{base}/{topic}/media", json.dumps(media or {"state": state}))
+
+
+@pytest.fixture
+async def loaded(hass: HomeAssistant, mqtt_mock) -> MockConfigEntry:
+    """One entry for the bridge under `cast2mqtt`, set up, with both devices' players, playing."""
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    publish_bridge(hass, state="playing", media=PLAYING)
+    await hass.async_block_till_done()
+    assert hass.states.get(TV) is not None
+    return entry
+
+
+def published(mqtt_mock, topic_suffix: str) -> list[Any]:
+    """Payloads the integration published to topics ending in `topic_suffix`, oldest first."""
+    return [call.args[1] for call in mqtt_mock.async_publish.call_args_list if call.args[0].endswith(topic_suffix)]
+
+
+def answer(hass: HomeAssistant, mqtt_mock, topic: str = "living_room_tv", status: str = "ok",
+           data: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Answers the last JSON command published for the device; returns that command."""
+    commands = [c for c in mqtt_mock.async_publish.call_args_list if f"/{topic}/command/" in c.args[0]]
+    command = json.loads(commands[-1].args[1])
+    response: dict[str, Any] = {"command": commands[-1].args[0].rsplit("/", 1)[1], "id": command["id"], "status": status}
+    if status == "ok":
+        response["data"] = data or {}
+    else:
+        response["error"] = error
+    async_fire_mqtt_message(hass, f"{BASE}/{topic}/response", json.dumps(response))
+    return command
+
+
+async def until_published(mqtt_mock, topic_suffix: str, count: int = 1) -> list[Any]:
+    """Lets the event loop run until `count` payloads went to `topic_suffix` (bounded)."""
+    import asyncio
+
+    for _ in range(5000):
+        payloads = published(mqtt_mock, topic_suffix)
+        if len(payloads) >= count:
+            return payloads
+        await asyncio.sleep(0)
+    raise AssertionError(f"nothing published to *{topic_suffix}: {mqtt_mock.async_publish.call_args_list}")

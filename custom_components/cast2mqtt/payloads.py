@@ -1,0 +1,116 @@
+"""Parsing of the bridge's payloads: everything on its topics is hostile until parsed.
+
+Wrong types, bad JSON, invalid UTF-8 and oversized payloads become None (the caller drops them and
+logs at debug), never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+import json
+from typing import Any
+
+from homeassistant.util import dt as dt_util
+
+from .const import DEVICE_ID_RE, MAX_PAYLOAD, MAX_TRACKED_TOPICS, TOPIC_NAME_RE
+
+
+@dataclass(slots=True)
+class DeviceInfoRecord:
+    """One entry of `<base>/bridge/devices`."""
+
+    id: str
+    name: str
+    topic: str
+    model: str | None
+    cast_type: str | None
+
+
+@dataclass(slots=True)
+class DeviceTopics:
+    """The last retained state of one device topic name."""
+
+    availability: str | None = None
+    # An empty retained payload arrived: the bridge cleared the topic (it forgot the device).
+    availability_cleared: bool = False
+    receiver: dict[str, Any] = field(default_factory=dict)
+    media: dict[str, Any] = field(default_factory=dict)
+    # `media.position_updated_at` parsed, or when the media document arrived.
+    position_updated_at: datetime | None = None
+    state: str | None = None
+
+
+def text_payload(payload: str | bytes) -> str | None:
+    """The payload as text, or None when it is too large or not UTF-8."""
+    if isinstance(payload, str):
+        return payload if len(payload) <= MAX_PAYLOAD else None
+    if len(payload) > MAX_PAYLOAD:
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def json_payload(payload: str | bytes) -> Any:
+    """Parsed JSON, or None for anything that is not valid JSON text."""
+    text = text_payload(payload)
+    if text is None or not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def document_payload(payload: str | bytes) -> dict[str, Any] | None:
+    """A retained JSON object: {} when the topic was cleared (empty payload), None when the
+    payload is not a JSON object (ignored)."""
+    text = text_payload(payload)
+    if text is None:
+        return None
+    if not text.strip():
+        return {}
+    value = json_payload(text)
+    return value if isinstance(value, dict) else None
+
+
+def short_str(value: Any, limit: int = 256) -> str | None:
+    if isinstance(value, str) and 0 < len(value) <= limit:
+        return value
+    return None
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 time with a time zone, or None."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        parsed = dt_util.parse_datetime(value)
+    except (ValueError, OverflowError):
+        return None
+    return parsed if parsed is not None and parsed.tzinfo is not None else None
+
+
+def parse_devices(value: Any) -> dict[str, DeviceInfoRecord] | None:
+    """`bridge/devices` as records by device id; None when it is not a JSON array."""
+    if not isinstance(value, list):
+        return None
+    devices: dict[str, DeviceInfoRecord] = {}
+    for entry in value[:MAX_TRACKED_TOPICS]:
+        if not isinstance(entry, dict):
+            continue
+        device_id, topic = entry.get("id"), entry.get("topic")
+        if not isinstance(device_id, str) or not DEVICE_ID_RE.match(device_id):
+            continue
+        if not isinstance(topic, str) or not TOPIC_NAME_RE.match(topic) or topic == "bridge":
+            continue
+        devices[device_id] = DeviceInfoRecord(
+            id=device_id,
+            name=short_str(entry.get("name")) or topic,
+            topic=topic,
+            model=short_str(entry.get("model")),
+            cast_type=short_str(entry.get("cast_type"), 16),
+        )
+    return devices

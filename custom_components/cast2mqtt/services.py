@@ -1,0 +1,140 @@
+"""The integration's actions, registered once in `async_setup` (so they exist, and say why they
+cannot run, while no entry is loaded). Each targets cast2mqtt media players like an entity
+service: `entity_id`, `device_id`, `area_id` or `label_id`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import voluptuous as vol
+
+from homeassistant.const import ATTR_ENTITY_ID, ENTITY_MATCH_ALL
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
+from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers.service import async_extract_referenced_entity_ids
+
+from .const import (
+    APP_ID_RE,
+    ATTR_APP_ID,
+    ATTR_DATA,
+    ATTR_KEEP_SOURCE,
+    ATTR_NAMESPACE,
+    ATTR_RATE,
+    ATTR_REPLY,
+    ATTR_TIMEOUT,
+    ATTR_TO,
+    DOMAIN,
+    SERVICE_LAUNCH,
+    SERVICE_SEND_MESSAGE,
+    SERVICE_SET_PLAYBACK_RATE,
+    SERVICE_TRANSFER,
+    players,
+)
+from .errors import service_error
+
+if TYPE_CHECKING:
+    from .media_player import Cast2MqttMediaPlayer
+
+_NAMESPACE_PREFIX = "urn:x-cast:"
+
+
+def _app_id(value: Any) -> str:
+    value = cv.string(value)
+    if not APP_ID_RE.match(value):
+        raise vol.Invalid("an app id is 1-64 letters, digits, '_', '-' or '.'")
+    return value
+
+
+def _namespace(value: Any) -> str:
+    value = cv.string(value)
+    if not value.startswith(_NAMESPACE_PREFIX) or len(value) <= len(_NAMESPACE_PREFIX) or len(value) > 256:
+        raise vol.Invalid("a namespace starts with urn:x-cast: (e.g. urn:x-cast:com.example.app)")
+    return value
+
+
+def _targets(hass: HomeAssistant, call: ServiceCall) -> list[Cast2MqttMediaPlayer]:
+    """The loaded cast2mqtt media players the call targets; unavailable ones are skipped as Home
+    Assistant skips them for its own entity services, but a call that reaches none fails."""
+    loaded = players(hass)
+    if call.data.get(ATTR_ENTITY_ID) == ENTITY_MATCH_ALL:
+        wanted = set(loaded)
+    else:
+        selected = async_extract_referenced_entity_ids(hass, call)
+        wanted = selected.referenced | selected.indirectly_referenced
+    found = [loaded[entity_id] for entity_id in sorted(wanted) if entity_id in loaded]
+    if not found:
+        raise service_error("no_target", service=call.service)
+    available = [player for player in found if player.available]
+    if not available:
+        raise service_error("target_unavailable", entities=", ".join(p.entity_id for p in found))
+    return available
+
+
+def _register(
+    hass: HomeAssistant,
+    name: str,
+    fields: dict[Any, Any],
+    run: Callable[[Cast2MqttMediaPlayer, ServiceCall], Awaitable[ServiceResponse]],
+    supports_response: SupportsResponse = SupportsResponse.NONE,
+) -> None:
+    async def handle(call: ServiceCall) -> ServiceResponse:
+        targets = _targets(hass, call)
+        results = await asyncio.gather(*(run(player, call) for player in targets))
+        if not call.return_response:
+            return None
+        return {player.entity_id: result for player, result in zip(targets, results, strict=True)}
+
+    hass.services.async_register(
+        DOMAIN, name, handle, schema=cv.make_entity_service_schema(fields), supports_response=supports_response
+    )
+
+
+@callback
+def async_setup_services(hass: HomeAssistant) -> None:
+    """Register transfer, set_playback_rate, launch and send_message."""
+    _register(
+        hass,
+        SERVICE_TRANSFER,
+        {
+            # A cast2mqtt media player (the UI offers an entity selector), or for scripts a
+            # device's topic name, friendly name or id.
+            vol.Required(ATTR_TO): cv.string,
+            vol.Optional(ATTR_KEEP_SOURCE, default=False): cv.boolean,
+        },
+        lambda player, call: player.async_transfer(call.data[ATTR_TO], call.data[ATTR_KEEP_SOURCE]),
+        SupportsResponse.OPTIONAL,
+    )
+    _register(
+        hass,
+        SERVICE_SET_PLAYBACK_RATE,
+        {vol.Required(ATTR_RATE): vol.All(vol.Coerce(float), vol.Range(min=0.5, max=2.0))},
+        lambda player, call: player.async_set_playback_rate(call.data[ATTR_RATE]),
+    )
+    _register(
+        hass,
+        SERVICE_LAUNCH,
+        {vol.Required(ATTR_APP_ID): _app_id},
+        lambda player, call: player.async_launch(call.data[ATTR_APP_ID]),
+    )
+    _register(
+        hass,
+        SERVICE_SEND_MESSAGE,
+        {
+            vol.Required(ATTR_NAMESPACE): _namespace,
+            vol.Required(ATTR_DATA): vol.Any(dict, list, str, int, float, bool),
+            vol.Optional(ATTR_APP_ID): _app_id,
+            vol.Optional(ATTR_REPLY): cv.boolean,
+            vol.Optional(ATTR_TIMEOUT): vol.All(vol.Coerce(float), vol.Range(min=1, max=300)),
+        },
+        # Waits for the app's reply when the action's response is used (unless `reply` says).
+        lambda player, call: player.async_send_message(
+            call.data[ATTR_NAMESPACE],
+            call.data[ATTR_DATA],
+            app_id=call.data.get(ATTR_APP_ID),
+            reply=call.data.get(ATTR_REPLY, call.return_response),
+            timeout=call.data.get(ATTR_TIMEOUT),
+        ),
+        SupportsResponse.OPTIONAL,
+    )
