@@ -14,6 +14,12 @@ import Testing
 
     func responses(_ out: BridgeOutput) -> [JSONValue] { out.on(response).compactMap(json) }
 
+    /// After the last clip: the moment for a chained announcement passes, then the restore.
+    func settle(_ h: inout Harness) -> BridgeOutput {
+        h.now = h.now.addingTimeInterval(AnnounceJobs.settleSeconds + 0.5)
+        return h.feed(.tick)
+    }
+
     /// Past the startup hold, the TV online playing the song in the Default Media Receiver.
     func playingTV() -> Harness {
         var h = Harness()
@@ -39,8 +45,9 @@ import Testing
         #expect(answer["id"] == .string("a"))
         #expect(answer["data"]?["finished"] == .bool(true))
         #expect(answer["data"]?["restore"] == .string("media"))
-        // And the restore follows: the song at its position.
-        guard case .load(let song, _)? = done.operations.first?.kind else { Issue.record("no restore"); return }
+        #expect(done.operations.isEmpty, "a moment for a chained announcement first")
+        // Then the restore: the song at its position.
+        guard case .load(let song, _)? = settle(&h).operations.first?.kind else { Issue.record("no restore"); return }
         #expect(song.media.contentId == "http://192.0.2.5/song.mp3")
     }
 
@@ -59,7 +66,7 @@ import Testing
         #expect(responses(playingSecond).isEmpty)
         let done = h.feed(CastEvent.mediaStatus(tvID, [finished(3)]))
         #expect(responses(done).map { $0["id"] } == [.number(2)])
-        let restore = try #require(done.operations.first)
+        let restore = try #require(settle(&h).operations.first)
         guard case .load(let song, _) = restore.kind else { Issue.record("no restore"); return }
         #expect(song.media.contentId == "http://192.0.2.5/song.mp3", "the media from before the first announcement")
         #expect(h.complete(restore, .mediaStatus([playing(session: 4)])).operations.isEmpty, "restored once")
@@ -104,8 +111,25 @@ import Testing
         #expect(dmrStatus.operations.isEmpty)
         let answer = h.complete(load, .mediaStatus([clip("http://x/chime.mp3", session: 2)]))
         #expect(responses(answer).first?["data"]?["restore"] == .string("relaunch_app"))
-        let done = h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))
-        #expect(done.operations.first?.kind == .launch(appId: "CC32E753"))
+        h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))
+        #expect(settle(&h).operations.first?.kind == .launch(appId: "CC32E753"))
+    }
+
+    /// An automation that waits for one announcement and then sends the next: the second plays
+    /// with no restore in between, and the restore follows the last.
+    @Test func aChainedAnnouncementPlaysBeforeTheRestore() throws {
+        var h = playingTV()
+        let first = h.publish(topic, #"{"id": 1, "url": "http://x/doorbell.mp3", "wait": true}"#)
+        _ = try playClip(&h, first, url: "http://x/doorbell.mp3", session: 2)
+        #expect(responses(h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))).map { $0["id"] } == [.number(1)])
+        h.now = h.now.addingTimeInterval(0.3)
+        let second = h.publish(topic, #"{"id": 2, "url": "http://x/someone-at-the-door.mp3", "wait": true}"#)
+        guard case .load(let clip, _)? = second.operations.first?.kind else { Issue.record("the second clip did not start"); return }
+        #expect(clip.media.contentId == "http://x/someone-at-the-door.mp3")
+        _ = try playClip(&h, second, url: "http://x/someone-at-the-door.mp3", session: 3)
+        h.feed(CastEvent.mediaStatus(tvID, [finished(3)]))
+        guard case .load(let song, _)? = settle(&h).operations.first?.kind else { Issue.record("no restore"); return }
+        #expect(song.media.contentId == "http://192.0.2.5/song.mp3")
     }
 
     @Test func announcementsWaitingAreBounded() throws {

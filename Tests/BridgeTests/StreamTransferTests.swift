@@ -137,8 +137,9 @@ import Testing
         #expect(clip.media.contentId == "http://x/ding.mp3")
         let confirmed = h.complete(load, .mediaStatus([playing(session: 2, content: "http://x/ding.mp3", time: 0)]))
         #expect(confirmed.json("cast2mqtt/living_room_tv/response")?["status"] == .string("ok"))
-        let finished = h.feed(.mediaStatus(tvID, [MediaStatus(mediaSessionId: 2, playerState: "IDLE", idleReason: "FINISHED")]))
-        let restoreVolume = try #require(finished.operations.first)
+        h.feed(.mediaStatus(tvID, [MediaStatus(mediaSessionId: 2, playerState: "IDLE", idleReason: "FINISHED")]))
+        h.now = h.now.addingTimeInterval(AnnounceJobs.settleSeconds + 0.5)
+        let restoreVolume = try #require(h.feed(.tick).operations.first)
         #expect(restoreVolume.kind == .setVolume(level: 0.3))
         let restoreMedia = try #require(h.complete(restoreVolume, .receiverStatus(receiver(level: 0.3))).operations.first)
         guard case .load(let previous, _) = restoreMedia.kind else { Issue.record("expected restore load"); return }

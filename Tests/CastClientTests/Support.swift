@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 
 /// What a client's snapshots say happened, one transition at a time (as the tests ask for them):
 /// derived from consecutive snapshots by `EventLog`.
@@ -149,14 +150,8 @@ final class Harness: Sendable {
 /// fails), awaiting the close: nothing outlives the test.
 func withHarness(configuration: CastConnectionConfiguration = .fast, deviceName: String = "Test Device",
                  launchLatency: TimeAmount = .milliseconds(30), _ body: (Harness) async throws -> Void) async throws {
-    let h = try await Harness(configuration: configuration, deviceName: deviceName, launchLatency: launchLatency)
-    do {
-        try await body(h)
-    } catch {
-        await h.close()
-        throw error
-    }
-    await h.close()
+    try await withClosing(try await Harness(configuration: configuration, deviceName: deviceName, launchLatency: launchLatency),
+                          close: { await $0.close() }, body)
 }
 
 extension CastConnectionConfiguration {

@@ -234,13 +234,6 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 topics: [String: String] = [:], environment: [String: String] = [:],
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 _ body: (BridgeHarness) async throws -> Void) async throws {
-    let h = try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
-                                    broker: broker)
-    do {
-        try await body(h)
-    } catch {
-        await h.close()
-        throw error
-    }
-    await h.close()
+    try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
+                                                  broker: broker), close: { await $0.close() }, body)
 }

@@ -88,3 +88,16 @@ public func waitUntil(
     }
     return try await condition()
 }
+
+/// Runs `body` with a resource and always closes it, awaited, also when the body fails: the
+/// structured set-up and tear-down of the test harnesses (nothing outlives the test).
+public func withClosing<Resource>(_ resource: Resource, close: (Resource) async -> Void,
+                                  _ body: (Resource) async throws -> Void) async throws {
+    do {
+        try await body(resource)
+    } catch {
+        await close(resource)
+        throw error
+    }
+    await close(resource)
+}

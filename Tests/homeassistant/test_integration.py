@@ -589,7 +589,6 @@ def run_script(env: Env, sequence: list[dict[str, Any]]) -> Future:
     return in_background(ws_command, env.ha, {"type": "execute_script", "sequence": sequence}, 150)
 
 
-@needs_bridge("announce with wait; a load ends the announcement without a restore")
 def test_say_good_morning_then_play_the_radio(env: Env):
     """tts.speak, then play_media of the radio: the radio plays, and the music from before the
     announcement does not come back over it."""
@@ -611,7 +610,6 @@ def test_say_good_morning_then_play_the_radio(env: Env):
     assert ha.wait_state(TV, lambda s: s["state"] == "playing")["attributes"]["media_content_id"] == RADIO
 
 
-@needs_bridge("announcements queued per device")
 def test_two_announcements_in_a_row_both_play(env: Env):
     """A doorbell chime and "someone is at the door" at once: the second waits for the first, both
     are answered ok, and the music comes back once, after the last."""
@@ -634,7 +632,6 @@ def test_two_announcements_in_a_row_both_play(env: Env):
     assert loaded_urls(env).count(SONG) == 2, loaded_urls(env)  # the test's play and one restore
 
 
-@needs_bridge("any command ends an announcement without a restore")
 def test_stop_during_an_announcement_stays_stopped(env: Env):
     ha = env.ha
     play(env, SONG, "Music")
@@ -714,7 +711,6 @@ def test_no_answer_is_a_timeout_error(env: Env, stalled: Stalled):
     assert "timeout" in stalled.error["message"] and "no response from the cast2mqtt bridge" in stalled.error["message"]
 
 
-@needs_bridge("expires")
 def test_a_command_that_timed_out_never_runs_later(env: Env, stalled: Stalled):
     assert stalled.volume_commands == [], stalled.volume_commands
     assert env.sim.state(TV_ID)["receiverStatus"]["volume"]["level"] == pytest.approx(0.5)

@@ -24,11 +24,13 @@ struct AnnounceRestore: Sendable {
 /// Phases: `starting` (the current clip's steps: unmute, volume, load; without `wait` it is
 /// answered when its LOAD is confirmed), `playing` (waiting for the clip to end: media IDLE or
 /// gone, or a deadline of the clip's duration + request_timeout, at most 10 minutes; with
-/// `wait` it is answered then), `restoring` (one operation after another; failures are logged
-/// and the next step still runs). The restore happens once, after the last announcement.
+/// `wait` it is answered then), `settling` (the last clip has played: a moment for the next
+/// announcement of a chain — an automation that waited for this one sends it now — before the
+/// restore), `restoring` (one operation after another; failures are logged and the next step
+/// still runs). The restore happens once, after the last announcement.
 struct AnnounceJob: Sendable {
     typealias ID = UInt64
-    enum Phase: Sendable { case starting, playing, restoring }
+    enum Phase: Sendable, Equatable { case starting, playing, settling(until: Date), restoring }
     struct Announcement: Sendable {
         var ctx: CommandContext
         var command: AnnounceCommand
@@ -56,6 +58,9 @@ struct AnnounceJobs: Sendable {
     static let maxSeconds = 600.0
     /// Announcements that may wait behind the playing one, per device.
     static let maxWaiting = 8
+    /// How long after the last clip the restore waits for another announcement (seconds; the
+    /// clock tick makes it up to a second more).
+    static let settleSeconds = 1.0
     let requestTimeout: Double
     private var jobs: [DeviceID: AnnounceJob] = [:]
     private var nextID: AnnounceJob.ID = 1
@@ -67,7 +72,14 @@ struct AnnounceJobs: Sendable {
     mutating func start(_ ctx: CommandContext, device: DeviceRecord, _ a: AnnounceCommand, now: Date) -> [JobEffect] {
         let announcement = AnnounceJob.Announcement(ctx: ctx, command: a)
         if var job = jobs[device.id] {
-            if job.phase == .restoring {
+            switch job.phase {
+            case .settling:
+                // The next announcement of a chain: it plays, and the restore waits for it.
+                job.current = announcement
+                job.phase = .starting
+                job.steps = clipSteps(a, muted: false, restore: &job.restore)
+                return runNextStep(job)
+            case .restoring:
                 // Before the restore is done: the rest of it waits for this clip (what to restore
                 // was taken at the first announcement). The restore step in flight leads on.
                 job.current = announcement
@@ -77,6 +89,8 @@ struct AnnounceJobs: Sendable {
                 job.steps = clipSteps(a, muted: false, restore: &job.restore)
                 jobs[device.id] = job
                 return []
+            case .starting, .playing:
+                break
             }
             guard job.waiting.count < Self.maxWaiting else {
                 return [.respond(ctx, .failure(BridgeError(.busy,
@@ -122,7 +136,7 @@ struct AnnounceJobs: Sendable {
             if case .failure(let e) = result {
                 var effects: [JobEffect] = []
                 if !job.current.answered { effects.append(.respond(job.current.ctx, .failure(e))) }
-                return effects + next(&job, device: device)
+                return effects + next(&job, device: device, now: now)
             }
             if !job.steps.isEmpty { return runNextStep(job) }
             // The clip's LOAD was confirmed.
@@ -140,7 +154,7 @@ struct AnnounceJobs: Sendable {
             }
             jobs[deviceID] = job
             return effects
-        case .playing:
+        case .playing, .settling:
             return []
         case .restoring:
             var effects: [JobEffect] = []
@@ -160,15 +174,26 @@ struct AnnounceJobs: Sendable {
         }
         guard media == nil || media?.playerState == "IDLE" || (job.clipSession != nil && media?.mediaSessionId != job.clipSession)
         else { return [] }
-        return finished(&job, device: device)
+        return finished(&job, device: device, now: now)
     }
 
-    /// Clips past their deadline end.
+    /// Clips past their deadline end; settled announcements are restored.
     mutating func tick(now: Date, devices: DeviceRegistry) -> [JobEffect] {
         var effects: [JobEffect] = []
         for id in jobs.keys.sorted() {
-            guard var job = jobs[id], job.phase == .playing, let deadline = job.deadline, deadline <= now else { continue }
-            effects += finished(&job, device: devices[id])
+            guard var job = jobs[id] else { continue }
+            switch job.phase {
+            case .playing:
+                if let deadline = job.deadline, deadline <= now { effects += finished(&job, device: devices[id], now: now) }
+            case .settling(let until) where until <= now:
+                guard devices[id]?.online == true else {
+                    jobs.removeValue(forKey: id)
+                    continue
+                }
+                effects += beginRestore(&job, device: devices[id])
+            default:
+                break
+            }
         }
         return effects
     }
@@ -202,7 +227,7 @@ struct AnnounceJobs: Sendable {
 
     /// The current clip has played: answer it when it waited for that, then the next clip, or
     /// the restore after the last.
-    private mutating func finished(_ job: inout AnnounceJob, device: DeviceRecord?) -> [JobEffect] {
+    private mutating func finished(_ job: inout AnnounceJob, device: DeviceRecord?, now: Date) -> [JobEffect] {
         var effects: [JobEffect] = []
         if !job.current.answered {
             job.current.answered = true
@@ -210,11 +235,11 @@ struct AnnounceJobs: Sendable {
                 "finished": .bool(true), "state": .string(device?.stateWord ?? "off"),
                 "restore": .string(job.waiting.isEmpty ? job.restore.action : "next_announcement")]))))
         }
-        return effects + next(&job, device: device)
+        return effects + next(&job, device: device, now: now)
     }
 
-    /// After the current announcement: the next waiting one, or the restore.
-    private mutating func next(_ job: inout AnnounceJob, device: DeviceRecord?) -> [JobEffect] {
+    /// After the current announcement: the next waiting one, or (after settling) the restore.
+    private mutating func next(_ job: inout AnnounceJob, device: DeviceRecord?, now: Date) -> [JobEffect] {
         guard device?.online == true else {
             jobs[job.device] = job
             return abandon(job.device, BridgeError(.deviceOffline, "the device went offline before the announcement played"))
@@ -227,7 +252,9 @@ struct AnnounceJobs: Sendable {
             job.steps = clipSteps(job.current.command, muted: false, restore: &job.restore)
             return runNextStep(job)
         }
-        return beginRestore(&job, device: device)
+        job.phase = .settling(until: now.addingTimeInterval(Self.settleSeconds))
+        jobs[job.device] = job
+        return []
     }
 
     private mutating func runNextStep(_ job: AnnounceJob) -> [JobEffect] {
