@@ -62,12 +62,14 @@ public struct TransferredSession: Sendable, Hashable {
     public var loadRequest: JSONValue?
 }
 
-/// One simulated Cast device: a TLS server on 127.0.0.1 speaking Cast v2.
+/// One simulated Cast device: a TLS server speaking Cast v2 (on 127.0.0.1 and a port of its own,
+/// or on an address of its own, see `SimulatedDeviceConfiguration.host`).
 ///
 /// Every piece of mutable device state lives on `eventLoop` (all connections of the device are
-/// accepted onto that same loop), so no locks are needed for it; the public API hops there.
-/// Only the recording, counters and the bound port are read from other threads, behind locks.
-public final class SimulatedDevice: @unchecked Sendable {
+/// accepted onto that same loop) in a `NIOLoopBoundBox` (`DeviceLoopState`): every access checks
+/// that it runs on the loop, in release builds too. The public API hops there. Only the
+/// recording, counters and the bound address are read from other threads, behind locks.
+public final class SimulatedDevice: Sendable {
     public let configuration: SimulatedDeviceConfiguration
     public let eventLoop: any EventLoop
     let logger: Logger
@@ -75,41 +77,9 @@ public final class SimulatedDevice: @unchecked Sendable {
     let sslContext: NIOSSLContext
     let portBox: NIOLockedValueBox<Int>
     let listeningBox = NIOLockedValueBox(false)
-
-    // --- Confined to eventLoop ---
-    var listener: (any Channel)?
-    var connections: [Int: SenderConnection] = [:]
-    var connectionCounter = 0
-    var silenced = false
-    /// Fault: CONNECTs to the running app's transport are refused with CLOSE (as a device does
-    /// for a sender it does not allow).
-    var refusingAppConnections = false
-    /// Fault: every new sender connection loses its first this-many messages (a device still
-    /// booting, or a congested Wi-Fi eating the handshake).
-    var swallowFirstMessages = 0
-    /// Fault: answer PINGs and nothing else (the platform is not up, the transport is).
-    var answeringPingsOnly = false
-    /// Fault: right after answering a SET_VOLUME, a remote changes the volume to this level (a
-    /// broadcast that follows the reply on the wire: the newer state arrives last).
-    var volumeAfterReply: Double?
-    /// Fault: replies take this long instead of `configuration.replyLatency`.
-    var replyLatencyOverride: TimeAmount?
-    /// How long the device takes to answer a request.
-    var replyDelay: TimeAmount { replyLatencyOverride ?? configuration.replyLatency }
-    var shutDown = false
-    var app: RunningApp?
-    var volume: ReceiverVolume
-    var media: MediaSession?
-    var mediaSessionCounter = 0
-    var heartbeatTask: RepeatedTask?
-    var tickTask: RepeatedTask?
-    var rebind: Scheduled<Void>?
-    /// Hostile mode (`startHostile`): the repeating task and how many rounds it sent.
-    var hostileTask: RepeatedTask?
-    var hostileRound = 0
-    /// Armed broken replies (`armHostileReplies`): the kind and how many requests still get them.
-    var hostileReplyMode: HostileReplyMode = .brokenBody
-    var hostileReplyBudget = 0
+    /// The device state, confined to `eventLoop` (see `DeviceLoopState`; the properties of the
+    /// same names in `SimulatedDevice+LoopState.swift` forward to it).
+    let loop: NIOLoopBoundBox<DeviceLoopState>
 
     public var id: String { configuration.id }
     public var name: String { configuration.name }
@@ -126,9 +96,10 @@ public final class SimulatedDevice: @unchecked Sendable {
         self.logger = logger
         self.sslContext = try SelfSignedIdentity.generate(commonName: configuration.id).serverContext()
         self.portBox = NIOLockedValueBox(configuration.port)
-        self.volume = ReceiverVolume(
+        let volume = ReceiverVolume(
             controlType: configuration.volumeControlType, level: configuration.initialVolumeLevel, muted: false,
             stepInterval: configuration.volumeStepInterval)
+        self.loop = .makeBoxSendingValue(DeviceLoopState(volume: volume), eventLoop: eventLoop)
     }
 
     // MARK: - Lifecycle

@@ -177,7 +177,7 @@ struct CastSim: AsyncParsableCommand {
 }
 
 /// Waits for SIGTERM or SIGINT (dispatch sources; the default handlers are disabled).
-final class StopSignal: @unchecked Sendable {
+final class StopSignal {
     private let sources: [any DispatchSourceSignal]
     private let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation
