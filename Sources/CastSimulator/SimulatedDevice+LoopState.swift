@@ -6,6 +6,10 @@ import NIOCore
 /// program, so the confinement the rest of the simulator relies on is checked, not assumed.
 struct DeviceLoopState: Sendable {
     var listener: (any Channel)?
+    /// The device's `eureka_info` listeners (HTTP and HTTPS), when on.
+    var eurekaListeners: [EurekaTransport: any Channel] = [:]
+    /// How `eureka_info` answers (the `eureka` control action).
+    var eurekaBehaviour = EurekaBehaviour()
     var connections: [Int: SenderConnection] = [:]
     var connectionCounter = 0
     var silenced = false
@@ -26,6 +30,12 @@ struct DeviceLoopState: Sendable {
     var hostileRound = 0
     var hostileReplyMode: HostileReplyMode = .brokenBody
     var hostileReplyBudget = 0
+    /// Set when this device is a group's endpoint (`SimulatedDevice+Group.swift`).
+    var group: GroupState?
+    /// The groups this device is a member of, by group id (`SimulatedDevice+Member.swift`).
+    var memberships: [String: Membership] = [:]
+    /// The group whose playback this member shows (the group's app, no media of its own).
+    var followedGroup: String?
 
     init(volume: ReceiverVolume) { self.volume = volume }
 }
