@@ -164,6 +164,7 @@ let package = Package(
         fuzzTarget("command", ["Bridge", "CastProtocol"]),
         fuzzTarget("config", ["Bridge"]),
         fuzzTarget("txt", ["Discovery", "Bridge"]),
+        fuzzTarget("eureka", ["CastProtocol"]),
 
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
