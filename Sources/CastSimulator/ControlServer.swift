@@ -19,8 +19,9 @@ public final class ControlServer: Sendable {
         self.channel = channel
     }
 
-    /// Listens on 127.0.0.1:`port` (0 picks a free port).
-    public static func start(simulator: CastSimulator, port: Int) async throws -> ControlServer {
+    /// Listens on `host`:`port` (0 picks a free port). Keep `host` on loopback or a test network:
+    /// the endpoint has no authentication.
+    public static func start(simulator: CastSimulator, host: String = "127.0.0.1", port: Int) async throws -> ControlServer {
         let router = ControlRouter(simulator: simulator)
         let channel = try await ServerBootstrap(group: simulator.group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -31,7 +32,7 @@ public final class ControlServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ControlHTTPHandler(router: router))
                 }
             }
-            .bind(host: "127.0.0.1", port: port).get()
+            .bind(host: host, port: port).get()
         return ControlServer(simulator: simulator, channel: channel)
     }
 

@@ -37,8 +37,11 @@ struct CastSim: AsyncParsableCommand {
     @Option(help: "With --mdns: announce on this network interface only (default: all).")
     var mdnsInterface: String?
 
-    @Option(help: "Port of the HTTP control endpoint on 127.0.0.1 (0 = any free port; omit to disable).")
+    @Option(help: "Port of the HTTP control endpoint (on --control-address; 0 = any free port; omit to disable).")
     var controlPort: Int?
+
+    @Option(help: "Address of the control endpoint (e.g. a test host's address when cast-sim runs in a network namespace).")
+    var controlAddress: String = "127.0.0.1"
 
     @Option(help: "Delay from LAUNCH to the app being up, in milliseconds.")
     var launchLatencyMs: Int = 300
@@ -227,10 +230,10 @@ struct CastSim: AsyncParsableCommand {
         var control: ControlServer?
         if let controlPort {
             do {
-                control = try await ControlServer.start(simulator: simulator, port: controlPort)
+                control = try await ControlServer.start(simulator: simulator, host: controlAddress, port: controlPort)
                 Self.printLine("{\"control_port\":\(control?.port ?? 0)}")
             } catch {
-                logger.error("could not start the control endpoint on port \(controlPort): \(error)")
+                logger.error("could not start the control endpoint on \(controlAddress):\(controlPort): \(error)")
                 await simulator.shutdown()
                 throw ExitCode(1)
             }
