@@ -119,6 +119,8 @@ public final class MDNSPublisher: @unchecked Sendable {
         try poll.withLock {
             guard !stopped else { throw Error(code: -1, description: "publisher stopped") }
             if let entry = entries[key] {
+                // Nothing changed (`sync` hands over every service each time): nothing to do.
+                if entry.service == service, entry.interfaceIndex == index, entry.group != nil { return }
                 var same = entry.service
                 same.txt = service.txt
                 if same == service, entry.interfaceIndex == index, entry.established, let group = entry.group {
