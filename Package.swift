@@ -51,6 +51,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -80,6 +81,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),
@@ -164,6 +166,7 @@ let package = Package(
         fuzzTarget("command", ["Bridge", "CastProtocol"]),
         fuzzTarget("config", ["Bridge"]),
         fuzzTarget("txt", ["Discovery", "Bridge"]),
+        fuzzTarget("eureka", ["CastProtocol"]),
 
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
@@ -194,6 +197,7 @@ let package = Package(
                 "CastSimulator", "CastProtocol", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -237,10 +237,35 @@ def txt_seeds():
     write("txt", "no-friendly-name", txt([("ID", uuid.upper()), ("md", "Chromecast"), ("bare", None)]) + b"\x00svc")
 
 
+
+def eureka_seeds():
+    clear("eureka")
+    udn = "0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
+    # What cast-sim answers for a member that leads one group and is in a dynamic one.
+    write("eureka", "cast-sim-member",
+          '{"device_info":{"capabilities":{"display_supported":false,"multizone_supported":true},'
+          '"manufacturer":"Google Inc.","model_name":"Google Home","name":"Kitchen","ssdp_udn":"' + udn + '"},'
+          '"multizone":{"dynamic_groups":[{"elected_leader":"127.0.0.3:10001","name":"Temporary",'
+          '"uuid":"11112222-3333-4444-5555-666677778888"}],"groups":[{"cast_port":42123,"elected_leader":"self",'
+          '"name":"Downstairs","uuid":"99998888-7777-6666-5555-444433332222"}]},"name":"Kitchen"}')
+    # The fields pychromecast and go-chromecast read, as third parties show real devices answer.
+    write("eureka", "no-params",
+          '{"name":"Living Room TV","ip_address":"192.0.2.10","ssdp_udn":"' + udn + '","uptime":12345.6,'
+          '"locale":"en-US","timezone":"Europe/Berlin"}')
+    write("eureka", "leaders",
+          '{"multizone":{"groups":[{"elected_leader":"[fe80::1%eth0]:10001","uuid":"' + udn.upper() + '"},'
+          '{"elected_leader":"fe80::2","cast_port":"32123"},{"elected_leader":"host.local:99999","cast_port":0},'
+          '{"elected_leader":7},"not a group"],"dynamic_groups":{}}}')
+    write("eureka", "wrong-types",
+          '{"name":5,"device_info":[],"multizone":{"groups":null},"ssdp_udn":"not-a-uuid"}')
+    write("eureka", "not-an-object", '[{"name":"x"}]')
+
+
 payload_seeds()
 command_seeds()
 config_seeds()
 txt_seeds()
+eureka_seeds()
 for target in sorted(os.listdir(corpus)):
     path = os.path.join(corpus, target)
     if os.path.isdir(path):

@@ -16,8 +16,12 @@ import NIOPosix
 public final class CastSimulator: Sendable {
     public let group: any EventLoopGroup
     private let ownsGroup: Bool
-    private let logger: Logger
-    private let deviceList = NIOLockedValueBox<[SimulatedDevice]>([])
+    let deviceList = NIOLockedValueBox<[SimulatedDevice]>([])
+    let logger: Logger
+    /// What should be announced over mDNS now, and who is told about changes.
+    let announcements = NIOLockedValueBox(AnnouncementRegistry())
+    /// Group operations (add, remove, move the leader, members joining and leaving) one at a time.
+    let groupOperations = SerialAsyncQueue()
 
     /// - Parameter group: an event loop group to share; nil creates (and later shuts down) one.
     public init(group: (any EventLoopGroup)? = nil, logger: Logger = Logger(label: "cast-sim")) {
@@ -54,13 +58,23 @@ public final class CastSimulator: Sendable {
         let device = try SimulatedDevice(configuration: configuration, eventLoop: group.next(), logger: logger)
         try await device.start()
         deviceList.withLockedValue { $0.append(device) }
+        announce(deviceAnnouncement(device))
         return device
     }
 
     /// Devices in the order they were added.
     public var devices: [SimulatedDevice] { deviceList.withLockedValue { $0 } }
 
-    public func device(id: String) -> SimulatedDevice? { devices.first { $0.id == id } }
+    /// A device or group endpoint by id (plain or dashed, any case).
+    public func device(id: String) -> SimulatedDevice? {
+        let normalized = SimulatedDeviceConfiguration.normalizedID(id) ?? id
+        return devices.first { $0.id == normalized }
+    }
+
+    /// A device or group endpoint by id, else by name (the first of that name).
+    public func device(idOrName key: String) -> SimulatedDevice? {
+        device(id: key) ?? devices.first { $0.name == key }
+    }
 
     /// A cloud-style stream transfer: the source's media goes IDLE (INTERRUPTED), its app
     /// closes (CLOSE from its transportId, RECEIVER_STATUS without it); the target launches the

@@ -44,8 +44,19 @@ public struct SimulatedDeviceConfiguration: Sendable {
     public var name: String
     /// Device id: 32 lowercase hex characters (derived from the name when not given).
     public var id: String
-    /// TCP port on 127.0.0.1; 0 picks a free one (read it back from `SimulatedDevice.port`).
+    /// The address the device listens on. `127.0.0.1` (the default) is shared by many devices
+    /// that differ by port; any other address (127.0.0.2 ..., or a test host's address in a
+    /// network namespace) is the device's own, as on a real network: see `onOwnAddress(_:)`.
+    public var host: String
+    /// TCP port of the Cast channel; 0 picks a free one (read it back from `SimulatedDevice.port`).
     public var port: Int
+    /// Port of `GET /setup/eureka_info` over plain HTTP (a real device: 8008); nil = none.
+    public var eurekaHTTPPort: Int?
+    /// Port of `GET /setup/eureka_info` over TLS with the device's self-signed certificate (a
+    /// real device: 8443); nil = none.
+    public var eurekaHTTPSPort: Int?
+    /// `manufacturer` in `eureka_info`.
+    public var manufacturer: String
     /// Model name (`md`); defaults per cast type.
     public var model: String
     public var castType: SimulatedCastType
@@ -82,7 +93,11 @@ public struct SimulatedDeviceConfiguration: Sendable {
     public init(
         name: String,
         id: String? = nil,
+        host: String = "127.0.0.1",
         port: Int = 0,
+        eurekaHTTPPort: Int? = nil,
+        eurekaHTTPSPort: Int? = nil,
+        manufacturer: String = "Google Inc.",
         model: String? = nil,
         castType: SimulatedCastType = .video,
         launchLatency: TimeAmount = .milliseconds(300),
@@ -100,7 +115,11 @@ public struct SimulatedDeviceConfiguration: Sendable {
     ) {
         self.name = name
         self.id = id ?? SimulatedDeviceConfiguration.deviceID(forName: name)
+        self.host = host
         self.port = port
+        self.eurekaHTTPPort = eurekaHTTPPort
+        self.eurekaHTTPSPort = eurekaHTTPSPort
+        self.manufacturer = manufacturer
         self.model = model ?? castType.defaultModel
         self.castType = castType
         self.launchLatency = launchLatency
@@ -117,6 +136,47 @@ public struct SimulatedDeviceConfiguration: Sendable {
         self.tickInterval = tickInterval
     }
 
+    /// The address a shared-address device listens on (devices there differ by port).
+    public static let sharedHost = "127.0.0.1"
+
+    /// This configuration on an address of its own, as a real device: the Cast channel on port
+    /// 8009, `eureka_info` on 8008 (HTTP) and 8443 (HTTPS).
+    public func onOwnAddress(_ host: String) -> SimulatedDeviceConfiguration {
+        var copy = self
+        copy.host = host
+        copy.port = 8009
+        copy.eurekaHTTPPort = 8008
+        copy.eurekaHTTPSPort = 8443
+        return copy
+    }
+
+    /// The mDNS host name the device's service points at, with an address record of its own
+    /// (`<dashed id>.local`, as real devices use); nil on the shared address, whose services
+    /// point at the avahi host itself.
+    public var mdnsHostName: String? {
+        host == Self.sharedHost ? nil : Self.dashedID(id) + ".local"
+    }
+
+    /// A 32-hex id in the dashed UUID form (8-4-4-4-12), as groups announce theirs and as
+    /// `ssdp_udn` and multizone `deviceId`s carry them. Other input is returned unchanged.
+    public static func dashedID(_ id: String) -> String {
+        let hex = Array(id.lowercased())
+        guard hex.count == 32 else { return id }
+        var out = ""
+        for (index, character) in hex.enumerated() {
+            if [8, 12, 16, 20].contains(index) { out.append("-") }
+            out.append(character)
+        }
+        return out
+    }
+
+    /// A 32-hex id from a dashed or plain UUID (any case); nil when it is not one.
+    public static func normalizedID(_ text: String) -> String? {
+        let hex = text.lowercased().filter { $0 != "-" }
+        guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
+        return hex
+    }
+
     /// A stable 32-hex id for a name (MD5 of the name; not a security use).
     public static func deviceID(forName name: String) -> String {
         Insecure.MD5.hash(data: Data(name.utf8)).map { byte in
@@ -126,8 +186,11 @@ public struct SimulatedDeviceConfiguration: Sendable {
     }
 
     /// The TXT record a real device of this configuration would announce (for an mDNS publisher).
+    /// A group announces its id as a dashed UUID, with `cd` equal to it (as real groups do).
     public var txtRecord: [String: String] {
-        ["id": id, "cd": id.uppercased(), "md": model, "fn": name, "ca": String(castType.capabilities),
-         "st": "0", "ve": "05", "ic": "/setup/icon.png", "rs": "", "nf": "1"]
+        let announcedID = castType == .group ? Self.dashedID(id) : id
+        return ["id": announcedID, "cd": castType == .group ? announcedID : id.uppercased(), "md": model, "fn": name,
+                "ca": String(castType.capabilities), "st": "0", "ve": "05", "ic": "/setup/icon.png", "rs": "",
+                "nf": "1"]
     }
 }

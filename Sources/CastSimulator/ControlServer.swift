@@ -19,8 +19,9 @@ public final class ControlServer: Sendable {
         self.channel = channel
     }
 
-    /// Listens on 127.0.0.1:`port` (0 picks a free port).
-    public static func start(simulator: CastSimulator, port: Int) async throws -> ControlServer {
+    /// Listens on `host`:`port` (0 picks a free port). Keep `host` on loopback or a test network:
+    /// the endpoint has no authentication.
+    public static func start(simulator: CastSimulator, host: String = "127.0.0.1", port: Int) async throws -> ControlServer {
         let router = ControlRouter(simulator: simulator)
         let channel = try await ServerBootstrap(group: simulator.group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -31,7 +32,7 @@ public final class ControlServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ControlHTTPHandler(router: router))
                 }
             }
-            .bind(host: "127.0.0.1", port: port).get()
+            .bind(host: host, port: port).get()
         return ControlServer(simulator: simulator, channel: channel)
     }
 
@@ -119,6 +120,7 @@ struct ControlRouter: Sendable {
         var listening: Bool
         var model: String
         var castType: String
+        var host: String
     }
 
     func handle(method: HTTPMethod, uri: String, body: [UInt8]) async -> ControlResponse {
@@ -135,7 +137,7 @@ struct ControlRouter: Sendable {
         case (.GET, "devices") where path.count == 1:
             return .json(simulator.devices.map {
                 DeviceSummary(name: $0.name, id: $0.id, port: $0.port, listening: $0.isListening,
-                              model: $0.configuration.model, castType: $0.configuration.castType.rawValue)
+                              model: $0.configuration.model, castType: $0.configuration.castType.rawValue, host: $0.host)
             })
         case (.POST, "transfer") where path.count == 1:
             guard let from = json["from"]?.stringValue, let to = json["to"]?.stringValue else {
@@ -147,6 +149,10 @@ struct ControlRouter: Sendable {
             } catch {
                 return .error(.conflict, "\(error)")
             }
+        case (_, "groups"):
+            return await handleGroups(method: method, rest: Array(path.dropFirst()), json: json)
+        case (.GET, "announcements") where path.count == 1:
+            return .json(simulator.serviceAnnouncements)
         case (_, "devices") where path.count >= 3:
             guard let device = simulator.device(id: path[1]) else { return .error(.notFound, "no device \(path[1])") }
             return await handleDevice(device, method: method, rest: Array(path.dropFirst(2)), query: query, json: json)
@@ -179,6 +185,8 @@ struct ControlRouter: Sendable {
             }
         case (.POST, "fault"):
             return await fault(device, json)
+        case (.POST, "eureka"):
+            return await eureka(device, json)
         case (.POST, "bench"):
             return await bench(device, json)
         default:

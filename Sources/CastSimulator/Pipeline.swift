@@ -53,23 +53,47 @@ final class SenderChannelHandler: ChannelInboundHandler {
     }
 }
 
-/// One TCP connection from a sender. Confined to the device's event loop.
-final class SenderConnection: @unchecked Sendable {
+/// One TCP connection from a sender. Its mutable state and its injector are bound to the
+/// device's event loop (`NIOLoopBoundBox` / `NIOLoopBound`: every access is checked to be there).
+final class SenderConnection: Sendable {
+    struct State {
+        /// Virtual connections: source id -> endpoints it CONNECTed to.
+        var virtualConnections: [String: Set<String>] = [:]
+        /// The last request (a message with a requestId > 0) per namespace and source id, for the
+        /// hostile class `broken_replies`.
+        var lastRequests: [String: HostileRequest] = [:]
+        /// Messages lost to the `swallowFirstMessages` fault on this connection so far.
+        var swallowed = 0
+    }
+
     let number: Int
     let channel: any Channel
-    let injector: RawBytesInjector
-    /// Virtual connections: source id -> endpoints it CONNECTed to.
-    var virtualConnections: [String: Set<String>] = [:]
-    /// The last request (a message with a requestId > 0) per namespace and source id, for the
-    /// hostile class `broken_replies`.
-    var lastRequests: [String: HostileRequest] = [:]
-    /// Messages lost to the `swallowFirstMessages` fault on this connection so far.
-    var swallowed = 0
+    private let boundInjector: NIOLoopBound<RawBytesInjector>
+    private let state: NIOLoopBoundBox<State>
 
+    /// Must be called on the channel's event loop (the device's).
     init(number: Int, channel: any Channel, injector: RawBytesInjector) {
         self.number = number
         self.channel = channel
-        self.injector = injector
+        self.boundInjector = NIOLoopBound(injector, eventLoop: channel.eventLoop)
+        self.state = NIOLoopBoundBox(State(), eventLoop: channel.eventLoop)
+    }
+
+    var injector: RawBytesInjector { boundInjector.value }
+
+    var virtualConnections: [String: Set<String>] {
+        get { state.value.virtualConnections }
+        set { state.value.virtualConnections = newValue }
+    }
+
+    var lastRequests: [String: HostileRequest] {
+        get { state.value.lastRequests }
+        set { state.value.lastRequests = newValue }
+    }
+
+    var swallowed: Int {
+        get { state.value.swallowed }
+        set { state.value.swallowed = newValue }
     }
 
     func isConnected(source: String, to endpoint: String) -> Bool {

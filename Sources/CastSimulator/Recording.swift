@@ -39,6 +39,8 @@ public struct SimulatorCounters: Sendable, Hashable, Codable {
     public var restarts = 0
     /// Hostile messages sent (`sendHostile`, hostile mode, armed broken replies).
     public var hostileMessagesSent = 0
+    /// `GET /setup/eureka_info` requests answered (any status, both transports).
+    public var eurekaRequests = 0
     public init() {}
 }
 

@@ -52,25 +52,22 @@ extension SimulatedDevice {
     /// Ends `silence()`.
     public func resume() async { try? await eventLoop.submit { self.silenced = false }.get() }
 
-    /// Simulates a reboot: every connection and app session is dropped, the listener closes, and
-    /// after `refuseFor` the device listens again on the same port (with no app running).
-    /// Returns once the listener is closed (or, with a zero refusal, listening again).
+    /// Simulates a reboot: every connection and app session is dropped, the listeners (Cast and
+    /// `eureka_info`) close, and after `refuseFor` the device listens again on the same address
+    /// and port (with no app running). Returns once the listeners are closed (or, with a zero
+    /// refusal, listening again).
     public func restart(refuseFor: TimeAmount = .zero) async throws {
         let future = eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
             self.recorder.count { $0.restarts += 1 }
             self.rebind?.cancel()
-            self.listeningBox.withLockedValue { $0 = false }
             self.silenced = false
-            let closes = self.connections.values.map { $0.channel.close() }
-            let listenerClose = self.listener?.close() ?? self.eventLoop.makeSucceededVoidFuture()
-            self.listener = nil
-            self.connections.removeAll()
+            let closed = self.closeEverything()
             self.resetApplications()
-            return EventLoopFuture.andAllComplete(closes + [listenerClose], on: self.eventLoop).flatMap {
+            return closed.flatMap {
                 if refuseFor <= .zero { return self.rebindWithRetry(attempts: 50) }
                 self.rebind = self.eventLoop.scheduleTask(in: refuseFor) {
                     self.rebindWithRetry(attempts: 50).whenFailure { error in
-                        self.logger.error("could not listen again on port \(self.port): \(error)")
+                        self.logger.error("could not listen again on \(self.host):\(self.port): \(error)")
                     }
                 }
                 return self.eventLoop.makeSucceededVoidFuture()
@@ -81,9 +78,12 @@ extension SimulatedDevice {
 
     func rebindWithRetry(attempts: Int) -> EventLoopFuture<Void> {
         guard !shutDown else { return eventLoop.makeSucceededVoidFuture() }
-        return bind(port: port).flatMapError { error in
+        return bindListeners().flatMapError { error in
             guard attempts > 1 else { return self.eventLoop.makeFailedFuture(error) }
-            return self.eventLoop.scheduleTask(in: .milliseconds(100)) {}.futureResult.flatMap {
+            // A listener that did bind is closed again, so the next attempt starts clean.
+            return self.closeEverything().flatMap {
+                self.eventLoop.scheduleTask(in: .milliseconds(100)) {}.futureResult
+            }.flatMap {
                 self.rebindWithRetry(attempts: attempts - 1)
             }
         }
@@ -192,6 +192,7 @@ extension SimulatedDevice {
 public struct SimulatedDeviceState: Sendable, Codable {
     public var id: String
     public var name: String
+    public var host: String
     public var port: Int
     public var listening: Bool
     public var silenced: Bool
@@ -199,4 +200,10 @@ public struct SimulatedDeviceState: Sendable, Codable {
     public var receiverStatus: ReceiverStatus
     public var mediaStatus: MediaStatus?
     public var counters: SimulatorCounters
+    /// For a group's endpoint: the group.
+    public var group: SimulatedGroupSummary?
+    /// Ids of the groups this device is a member of.
+    public var memberOf: [String]
+    /// The group whose playback this member shows (its app, no media of its own).
+    public var followedGroup: String?
 }

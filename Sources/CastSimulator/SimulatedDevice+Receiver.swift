@@ -13,7 +13,7 @@ extension SimulatedDevice {
     func receiverStatus() -> ReceiverStatus {
         let video = configuration.castType == .video
         return ReceiverStatus(
-            applications: app.map { [$0.receiverApplication] } ?? [], volume: volume,
+            applications: app.map { [$0.receiverApplication] } ?? [], volume: loop.value.group.map(groupVolume) ?? volume,
             isActiveInput: video ? true : nil, isStandBy: video ? false : nil)
     }
 
@@ -102,17 +102,27 @@ extension SimulatedDevice {
         }
     }
 
+    /// A volume change from a sender, a remote or a group. A group's endpoint scales its members
+    /// (`applyGroupVolume`); a member tells its groups what it now has.
     func applyVolume(level: Double?, muted: Bool?) {
+        if isGroupEndpoint {
+            applyGroupVolume(level: level, muted: muted)
+            return
+        }
+        let before = volume
         if let level, level.isFinite, volume.controlType != "fixed" {
             volume.level = min(max(level, 0), 1)
         }
         if let muted { volume.muted = muted }
+        if volume != before { notifyGroupsOfVolume() }
     }
 
     /// The idle state: Backdrop (new session) or no application at all.
     func resetApplications() {
         app = configuration.idleScreen ? RunningApp.make(appId: SimulatedAppID.backdrop) : nil
         media = nil
+        loop.value.followedGroup = nil
+        if isGroupEndpoint { groupAppChanged() }
     }
 
     /// Replaces the running app with a new session of `appId` (CLOSE for the old one).
@@ -121,6 +131,7 @@ extension SimulatedDevice {
         if appId == SimulatedAppID.backdrop { return }
         app = RunningApp.make(appId: appId, launchedFromCloud: launchedFromCloud)
         media = nil
+        if isGroupEndpoint { groupAppChanged() }
     }
 
     /// Stops the running app (unless it is the idle screen): optional IDLE media broadcast, CLOSE
@@ -147,8 +158,10 @@ extension SimulatedDevice {
     func handleMultizone(_ message: CastMessage, on connection: SenderConnection) {
         guard let json = Self.parseJSON(message.payload), json["type"]?.stringValue == "GET_STATUS" else { return }
         let requestId = json["requestId"]?.intValue ?? 0
-        let response = MultizoneMessage.status(requestId: requestId, devices: configuration.multizoneMembers,
-                                               isMultichannel: false, playbackSession: nil)
+        // A group's endpoint answers with its members; any other device with the configured ones.
+        let response = loop.value.group.map { multizoneStatus(requestId: requestId, $0) }
+            ?? MultizoneMessage.status(requestId: requestId, devices: configuration.multizoneMembers,
+                                       isMultichannel: false, playbackSession: nil)
         reply(response.json(), from: CastEndpoint.receiver, namespace: CastNamespace.multizone,
               to: message.sourceID, on: connection)
     }

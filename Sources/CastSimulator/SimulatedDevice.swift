@@ -62,154 +62,55 @@ public struct TransferredSession: Sendable, Hashable {
     public var loadRequest: JSONValue?
 }
 
-/// One simulated Cast device: a TLS server on 127.0.0.1 speaking Cast v2.
+/// One simulated Cast device: a TLS server speaking Cast v2 (on 127.0.0.1 and a port of its own,
+/// or on an address of its own, see `SimulatedDeviceConfiguration.host`).
 ///
 /// Every piece of mutable device state lives on `eventLoop` (all connections of the device are
-/// accepted onto that same loop), so no locks are needed for it; the public API hops there.
-/// Only the recording, counters and the bound port are read from other threads, behind locks.
-public final class SimulatedDevice: @unchecked Sendable {
+/// accepted onto that same loop) in a `NIOLoopBoundBox` (`DeviceLoopState`): every access checks
+/// that it runs on the loop, in release builds too. The public API hops there. Only the
+/// recording, counters and the bound address are read from other threads, behind locks.
+public final class SimulatedDevice: Sendable {
     public let configuration: SimulatedDeviceConfiguration
     public let eventLoop: any EventLoop
     let logger: Logger
     let recorder = Recorder()
     let sslContext: NIOSSLContext
-    let portBox: NIOLockedValueBox<Int>
+    /// Where the Cast channel listens: the configured address and port (the port the kernel
+    /// picked for port 0); a group's endpoint moves with its leader.
+    let addressBox: NIOLockedValueBox<BoundAddress>
     let listeningBox = NIOLockedValueBox(false)
+    /// The device state, confined to `eventLoop` (see `DeviceLoopState`; the properties of the
+    /// same names in `SimulatedDevice+LoopState.swift` forward to it).
+    let loop: NIOLoopBoundBox<DeviceLoopState>
 
-    // --- Confined to eventLoop ---
-    var listener: (any Channel)?
-    var connections: [Int: SenderConnection] = [:]
-    var connectionCounter = 0
-    var silenced = false
-    /// Fault: CONNECTs to the running app's transport are refused with CLOSE (as a device does
-    /// for a sender it does not allow).
-    var refusingAppConnections = false
-    /// Fault: every new sender connection loses its first this-many messages (a device still
-    /// booting, or a congested Wi-Fi eating the handshake).
-    var swallowFirstMessages = 0
-    /// Fault: answer PINGs and nothing else (the platform is not up, the transport is).
-    var answeringPingsOnly = false
-    /// Fault: right after answering a SET_VOLUME, a remote changes the volume to this level (a
-    /// broadcast that follows the reply on the wire: the newer state arrives last).
-    var volumeAfterReply: Double?
-    /// Fault: replies take this long instead of `configuration.replyLatency`.
-    var replyLatencyOverride: TimeAmount?
-    /// How long the device takes to answer a request.
-    var replyDelay: TimeAmount { replyLatencyOverride ?? configuration.replyLatency }
-    var shutDown = false
-    var app: RunningApp?
-    var volume: ReceiverVolume
-    var media: MediaSession?
-    var mediaSessionCounter = 0
-    var heartbeatTask: RepeatedTask?
-    var tickTask: RepeatedTask?
-    var rebind: Scheduled<Void>?
-    /// Hostile mode (`startHostile`): the repeating task and how many rounds it sent.
-    var hostileTask: RepeatedTask?
-    var hostileRound = 0
-    /// Armed broken replies (`armHostileReplies`): the kind and how many requests still get them.
-    var hostileReplyMode: HostileReplyMode = .brokenBody
-    var hostileReplyBudget = 0
+    /// True for a group's endpoint (`CastSimulator.addGroup`).
+    public let isGroup: Bool
 
     public var id: String { configuration.id }
     public var name: String { configuration.name }
     /// The bound TCP port (stays the same across `restart`).
-    public var port: Int { portBox.withLockedValue { $0 } }
+    public var port: Int { addressBox.withLockedValue { $0.port } }
+    /// The address the Cast channel listens on (`configuration.host`; for a group, its leader's).
+    public var host: String { addressBox.withLockedValue { $0.host } }
     /// False while the listener is closed (during a restart's refusal window, or after shutdown).
     public var isListening: Bool { listeningBox.withLockedValue { $0 } }
 
-    init(configuration: SimulatedDeviceConfiguration, eventLoop: any EventLoop, logger: Logger) throws {
+    init(configuration: SimulatedDeviceConfiguration, eventLoop: any EventLoop, logger: Logger,
+         group: GroupState? = nil) throws {
         self.configuration = configuration
+        self.isGroup = group != nil
         self.eventLoop = eventLoop
         var logger = logger
         logger[metadataKey: "cast.device"] = "\(configuration.name)"
         self.logger = logger
         self.sslContext = try SelfSignedIdentity.generate(commonName: configuration.id).serverContext()
-        self.portBox = NIOLockedValueBox(configuration.port)
-        self.volume = ReceiverVolume(
+        self.addressBox = NIOLockedValueBox(BoundAddress(host: configuration.host, port: configuration.port))
+        let volume = ReceiverVolume(
             controlType: configuration.volumeControlType, level: configuration.initialVolumeLevel, muted: false,
             stepInterval: configuration.volumeStepInterval)
-    }
-
-    // MARK: - Lifecycle
-
-    /// Binds the listener and starts the heartbeat and media clock.
-    func start() async throws {
-        try await eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
-            self.resetApplications()
-            self.startTimers()
-            return self.bind(port: self.configuration.port)
-        }.get()
-    }
-
-    func startTimers() {
-        if let interval = configuration.heartbeatInterval, interval > .zero {
-            heartbeatTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-                self.sendPings()
-            }
-        }
-        tickTask = eventLoop.scheduleRepeatedTask(initialDelay: configuration.tickInterval,
-                                                 delay: configuration.tickInterval) { _ in
-            self.tick()
-        }
-    }
-
-    func bind(port: Int) -> EventLoopFuture<Void> {
-        eventLoop.assertInEventLoop()
-        let bootstrap = ServerBootstrap(group: eventLoop)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try self.setUp(channel) }
-            }
-        return bootstrap.bind(host: "127.0.0.1", port: port).map { channel in
-            self.listener = channel
-            self.portBox.withLockedValue { $0 = channel.localAddress?.port ?? port }
-            self.listeningBox.withLockedValue { $0 = true }
-            self.logger.debug("listening on 127.0.0.1:\(self.port)")
-        }
-    }
-
-    func setUp(_ channel: any Channel) throws {
-        eventLoop.assertInEventLoop()
-        guard !shutDown, listener != nil else {
-            channel.close(promise: nil)
-            return
-        }
-        connectionCounter += 1
-        let injector = RawBytesInjector()
-        let connection = SenderConnection(number: connectionCounter, channel: channel, injector: injector)
-        connections[connection.number] = connection
-        recorder.count { $0.connectionsAccepted += 1 }
-        let sync = channel.pipeline.syncOperations
-        try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-        try sync.addHandler(injector)
-        try sync.addHandler(ByteToMessageHandler(CastFrameDecoder()))
-        try sync.addHandler(MessageToByteHandler(CastFrameEncoder()))
-        try sync.addHandler(SenderChannelHandler(device: self, connection: connection))
-    }
-
-    func connectionClosed(_ connection: SenderConnection) {
-        eventLoop.assertInEventLoop()
-        connections[connection.number] = nil
-    }
-
-    /// Closes the listener and every connection and stops the timers.
-    func shutdown() async {
-        let future = eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
-            self.shutDown = true
-            self.heartbeatTask?.cancel()
-            self.tickTask?.cancel()
-            self.rebind?.cancel()
-            self.hostileTask?.cancel()
-            self.listeningBox.withLockedValue { $0 = false }
-            let closes = self.connections.values.map { $0.channel.close() } + [self.listener?.close()].compactMap { $0 }
-            self.connections.removeAll()
-            self.listener = nil
-            return EventLoopFuture.andAllComplete(closes, on: self.eventLoop)
-        }
-        try? await future.get()
+        var state = DeviceLoopState(volume: volume)
+        state.group = group
+        self.loop = .makeBoxSendingValue(state, eventLoop: eventLoop)
     }
 
     // MARK: - Sending
@@ -355,9 +256,11 @@ public final class SimulatedDevice: @unchecked Sendable {
         try await eventLoop.submit {
             let now = self.configuration.clock.now()
             return SimulatedDeviceState(
-                id: self.id, name: self.name, port: self.port, listening: self.isListening, silenced: self.silenced,
-                connections: self.connections.count, receiverStatus: self.receiverStatus(),
-                mediaStatus: self.media?.status(at: now), counters: self.counters)
+                id: self.id, name: self.name, host: self.host, port: self.port, listening: self.isListening,
+                silenced: self.silenced, connections: self.connections.count, receiverStatus: self.receiverStatus(),
+                mediaStatus: self.media?.status(at: now), counters: self.counters,
+                group: self.loop.value.group.map(self.groupSummary), memberOf: self.loop.value.memberships.keys.sorted(),
+                followedGroup: self.loop.value.followedGroup)
         }.get()
     }
 

@@ -120,8 +120,8 @@ struct DeviceMerger: Sendable {
         record.model = best.model
         record.manufacturer = best.manufacturer
         record.capabilities = best.capabilities
-        record.castType = TXTRecordParser.castType(
-            capabilities: best.capabilities, model: best.model, port: device.port)
+        // What the TXT record says about the kind of device (its `ca`, `md`, or its port).
+        record.castType = best.castType
         record.busy = best.busy
         record.statusText = best.statusText
         record.protocolVersion = best.protocolVersion

@@ -33,7 +33,7 @@ public struct StaticDevice: Sendable, Equatable, Hashable {
 
     /// The record announced for this device before (or without) mDNS information.
     public var record: CastDeviceRecord {
-        let type = TXTRecordParser.castType(capabilities: nil, model: nil, port: port)
+        let type = TXTRecordParser.castType(capabilities: nil, model: nil, port: nil)
         return CastDeviceRecord(
             id: effectiveID,
             friendlyName: name ?? host,

@@ -120,20 +120,24 @@ public enum TXTRecordParser {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The cast type rule, from what the device says: a group when `ca` has the multizone bit;
-    /// else video when `ca` has video-out; else audio. Without `ca`, the model name decides
-    /// (`Google Cast Group` is a group); with neither, video. The port alone decides nothing:
-    /// groups listen on ports other than 8009, but so do many devices given in the configuration
-    /// (and every simulated one).
-    public static func castType(capabilities: CastCapabilities?, model: String?, port: Int) -> CastType {
-        if let capabilities {
-            if capabilities.contains(.multizoneGroup) { return .group }
-            return capabilities.contains(.videoOut) ? .video : .audio
+    /// The cast type rule, from what the device says: a group when `ca` has the multizone bit
+    /// or `md` is `Google Cast Group` (either is enough: a group is known by both); else video
+    /// when `ca` has video-out, audio when `ca` is there without it. Without `ca`, the model
+    /// decides (a name with "group" in it is a group; audio hints like "Google Home" are audio;
+    /// else video). With neither `ca` nor `md`, the port is the fallback, as pychromecast
+    /// decides: a port other than 8009 is a group. `port` nil (a static device, whose port says
+    /// nothing: simulated and test devices listen anywhere) skips that fallback.
+    public static func castType(capabilities: CastCapabilities?, model: String?, port: Int?) -> CastType {
+        let lowered = model?.trimmingASCIIWhitespace().lowercased() ?? ""
+        if capabilities?.contains(.multizoneGroup) == true || lowered == "google cast group" { return .group }
+        if let capabilities { return capabilities.contains(.videoOut) ? .video : .audio }
+        if !lowered.isEmpty {
+            if lowered.contains("group") { return .group }
+            let audioHints = ["audio", "google home", "nest mini", "nest audio", "speaker", "home mini", "home max"]
+            return audioHints.contains(where: lowered.contains) ? .audio : .video
         }
-        let lowered = model?.lowercased() ?? ""
-        if lowered.contains("group") { return .group }
-        let audioHints = ["audio", "google home", "nest mini", "nest audio", "speaker", "home mini", "home max"]
-        return audioHints.contains(where: lowered.contains) ? .audio : .video
+        if let port, port != devicePort { return .group }
+        return .video
     }
 
     /// "Google Inc." for models Google makes (and for groups), nil otherwise.

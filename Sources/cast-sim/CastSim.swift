@@ -7,14 +7,16 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// `cast-sim`: runs simulated Cast devices on 127.0.0.1 with a JSON-over-HTTP control endpoint.
+/// `cast-sim`: runs simulated Cast devices and speaker groups with a JSON-over-HTTP control
+/// endpoint on 127.0.0.1.
 @main
 struct CastSim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cast-sim",
-        abstract: "Simulated Google Cast devices on 127.0.0.1 (TLS, Cast v2) with fault injection.",
+        abstract: "Simulated Google Cast devices and speaker groups (TLS, Cast v2, eureka_info) with fault injection.",
         discussion: """
-            Prints one JSON line per device once it listens: {"name":..,"id":..,"port":..}, then \
+            Prints one JSON line per device once it listens: {"name":..,"id":..,"host":..,"port":..}, one \
+            per group: {"group":{"id":..,"name":..,"host":..,"port":..,"leader":..,"members":[..],..}}, then \
             {"control_port":N} when the control endpoint is up. SIGTERM or SIGINT stops cleanly.
             """)
 
@@ -22,8 +24,24 @@ struct CastSim: AsyncParsableCommand {
             help: "A device as \"NAME:PORT[:ID]\" (PORT 0 = any free port; ID = 32 hex chars, default derived from NAME). Repeatable.")
     var devices: [String] = []
 
-    @Option(help: "Port of the HTTP control endpoint on 127.0.0.1 (0 = any free port; omit to disable).")
+    @Option(help: "A YAML or JSON file of devices (each may have an address of its own) and groups; see docs/simulator.md.")
+    var config: String?
+
+    @Option(help: "Give every --device an address of its own, counting up from this IPv4 address (e.g. 127.0.0.2): Cast on 8009, eureka_info on 8008 and 8443; the PORT of --device is then ignored.")
+    var ownAddresses: String?
+
+    @Option(name: .customLong("group"),
+            help: "A speaker group of the devices as \"NAME=MEMBER,MEMBER...\" (names or ids; the first member leads). Repeatable.")
+    var groups: [String] = []
+
+    @Option(help: "With --mdns: announce on this network interface only (default: all).")
+    var mdnsInterface: String?
+
+    @Option(help: "Port of the HTTP control endpoint (on --control-address; 0 = any free port; omit to disable).")
     var controlPort: Int?
+
+    @Option(help: "Address of the control endpoint (e.g. a test host's address when cast-sim runs in a network namespace).")
+    var controlAddress: String = "127.0.0.1"
 
     @Option(help: "Delay from LAUNCH to the app being up, in milliseconds.")
     var launchLatencyMs: Int = 300
@@ -71,7 +89,11 @@ struct CastSim: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        guard !devices.isEmpty else { throw ValidationError("give at least one --device NAME:PORT[:ID]") }
+        guard !devices.isEmpty || config != nil else {
+            throw ValidationError("give at least one --device NAME:PORT[:ID] or a --config file")
+        }
+        if let ownAddresses, Self.ipv4(ownAddresses) == nil { throw ValidationError("--own-addresses: an IPv4 address") }
+        for spec in groups { _ = try Self.parseGroup(spec) }
         guard SimulatedCastType(rawValue: castType) != nil else { throw ValidationError("--cast-type: video, audio or group") }
         for spec in devices { _ = try Self.parseDevice(spec) }
         if let hostile, HostileClass.parseList(hostile) == nil {
@@ -96,6 +118,26 @@ struct CastSim: AsyncParsableCommand {
         return (name, port, id)
     }
 
+    /// Parses "NAME=MEMBER,MEMBER..." (the name may not contain `=`).
+    static func parseGroup(_ spec: String) throws -> SimulatedGroupConfiguration {
+        guard let equals = spec.firstIndex(of: "=") else { throw ValidationError("--group \(spec): expected NAME=MEMBER,...") }
+        let name = String(spec[..<equals])
+        let members = spec[spec.index(after: equals)...].split(separator: ",").map(String.init).filter { !$0.isEmpty }
+        guard !name.isEmpty, !members.isEmpty else { throw ValidationError("--group \(spec): expected NAME=MEMBER,...") }
+        return SimulatedGroupConfiguration(name: name, members: members)
+    }
+
+    /// An IPv4 address as a number (for counting addresses up), nil when it is not one.
+    static func ipv4(_ text: String) -> UInt32? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false).map { UInt32($0) }
+        guard parts.count == 4, parts.allSatisfy({ ($0 ?? 256) < 256 }) else { return nil }
+        return parts.reduce(0) { $0 << 8 | ($1 ?? 0) }
+    }
+
+    static func ipv4String(_ value: UInt32) -> String {
+        [24, 16, 8, 0].map { String((value >> UInt32($0)) & 0xFF) }.joined(separator: ".")
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -106,16 +148,36 @@ struct CastSim: AsyncParsableCommand {
         let logger = Logger(label: "cast-sim")
         let type = SimulatedCastType(rawValue: castType) ?? .video
         let clock: any SimulatorClock = manualClock ? ManualSimulatorClock() : SystemSimulatorClock()
-        let configurations = try devices.map { spec -> SimulatedDeviceConfiguration in
+        let base = SimulatedDeviceConfiguration(
+            name: "", model: model, castType: type,
+            launchLatency: .milliseconds(Int64(max(0, launchLatencyMs))),
+            stopLatency: .milliseconds(Int64(max(0, stopLatencyMs))),
+            replyLatency: .milliseconds(Int64(max(0, replyLatencyMs))),
+            heartbeatInterval: heartbeatInterval > 0 ? .nanoseconds(Int64(heartbeatInterval * 1e9)) : nil,
+            idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock,
+            tickInterval: .milliseconds(Int64(min(max(1, mediaTickMs), 60_000))))
+        var configurations = try devices.enumerated().map { index, spec -> SimulatedDeviceConfiguration in
             let parsed = try Self.parseDevice(spec)
-            return SimulatedDeviceConfiguration(
-                name: parsed.name, id: parsed.id, port: parsed.port, model: model, castType: type,
-                launchLatency: .milliseconds(Int64(max(0, launchLatencyMs))),
-                stopLatency: .milliseconds(Int64(max(0, stopLatencyMs))),
-                replyLatency: .milliseconds(Int64(max(0, replyLatencyMs))),
-                heartbeatInterval: heartbeatInterval > 0 ? .nanoseconds(Int64(heartbeatInterval * 1e9)) : nil,
-                idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock,
-                tickInterval: .milliseconds(Int64(min(max(1, mediaTickMs), 60_000))))
+            var configuration = base
+            configuration.name = parsed.name
+            configuration.id = parsed.id ?? SimulatedDeviceConfiguration.deviceID(forName: parsed.name)
+            configuration.port = parsed.port
+            if let first = ownAddresses.flatMap(Self.ipv4) {
+                configuration = configuration.onOwnAddress(Self.ipv4String(first &+ UInt32(index)))
+            }
+            return configuration
+        }
+        var groupConfigurations = try groups.map(Self.parseGroup)
+        if let config {
+            let file: SimulatorFile
+            do {
+                file = try SimulatorFile.load(config)
+            } catch {
+                logger.error("\(error)")
+                throw ExitCode(2)
+            }
+            configurations += file.deviceConfigurations(base: base)
+            groupConfigurations += file.groupConfigurations
         }
 
         // Install the signal handlers before anything listens, so an early SIGTERM still stops cleanly.
@@ -123,6 +185,7 @@ struct CastSim: AsyncParsableCommand {
         let simulator: CastSimulator
         do {
             simulator = try await CastSimulator.start(configurations, logger: logger)
+            for group in groupConfigurations { try await simulator.addGroup(group) }
         } catch {
             logger.error("could not start: \(error)")
             throw ExitCode(1)
@@ -133,34 +196,44 @@ struct CastSim: AsyncParsableCommand {
             }
             logger.warning("hostile mode: \(classes.map(\.rawValue).joined(separator: ",")) every \(hostileIntervalMs) ms")
         }
-        for device in simulator.devices {
-            struct Line: Encodable { var name: String; var id: String; var port: Int }
-            Self.printLine((try? CastJSON.encode(Line(name: device.name, id: device.id, port: device.port))) ?? "{}")
+        for device in simulator.devices where !device.isGroup {
+            struct Line: Encodable { var name: String; var id: String; var host: String; var port: Int }
+            Self.printLine((try? CastJSON.encode(Line(name: device.name, id: device.id, host: device.host,
+                                                      port: device.port))) ?? "{}")
         }
-        // mDNS: one `_googlecast._tcp` service per device, with the TXT keys a real device
-        // announces, named like a real one (model with dashes, then the id).
-        var publishers: [ServicePublisher] = []
+        for summary in await simulator.groupSummaries() {
+            struct Line: Encodable { var group: SimulatedGroupSummary }
+            Self.printLine((try? CastJSON.encode(Line(group: summary))) ?? "{}")
+        }
+        // mDNS: every device and group as a real one announces itself (`ServiceAnnouncement`),
+        // kept up to date as groups move, come and go.
+        var publisher: MDNSPublisher?
         if mdns {
-            for device in simulator.devices {
-                do {
-                    let publisher = try ServicePublisher(logger: logger)
-                    let instance = device.configuration.model.replacingOccurrences(of: " ", with: "-") + "-" + device.id
-                    try publisher.publish(name: String(instance.prefix(63)), port: device.port,
-                                          txt: device.configuration.txtRecord)
-                    publishers.append(publisher)
-                } catch {
-                    logger.error("cannot announce \(device.name) over mDNS: \(error)")
+            do {
+                let avahi = try MDNSPublisher(logger: logger)
+                let interface = mdnsInterface
+                simulator.onAnnouncementsChanged { announcements in
+                    var services: [String: PublishedService] = [:]
+                    for announcement in announcements {
+                        services[announcement.key] = PublishedService(
+                            name: announcement.instanceName, port: announcement.port, txt: announcement.txt,
+                            hostName: announcement.hostName, address: announcement.address, interface: interface)
+                    }
+                    avahi.sync(services)
                 }
+                publisher = avahi
+            } catch {
+                logger.error("cannot announce over mDNS: \(error)")
             }
         }
-        defer { for publisher in publishers { publisher.stop() } }
+        defer { publisher?.stop() }
         var control: ControlServer?
         if let controlPort {
             do {
-                control = try await ControlServer.start(simulator: simulator, port: controlPort)
+                control = try await ControlServer.start(simulator: simulator, host: controlAddress, port: controlPort)
                 Self.printLine("{\"control_port\":\(control?.port ?? 0)}")
             } catch {
-                logger.error("could not start the control endpoint on port \(controlPort): \(error)")
+                logger.error("could not start the control endpoint on \(controlAddress):\(controlPort): \(error)")
                 await simulator.shutdown()
                 throw ExitCode(1)
             }
@@ -177,7 +250,7 @@ struct CastSim: AsyncParsableCommand {
 }
 
 /// Waits for SIGTERM or SIGINT (dispatch sources; the default handlers are disabled).
-final class StopSignal: @unchecked Sendable {
+final class StopSignal {
     private let sources: [any DispatchSourceSignal]
     private let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation

@@ -84,3 +84,41 @@ extension TestCastClient {
         }
     }
 }
+
+/// A loopback address of its own for one test (127.100.0.1 – 127.250.255.254: away from the
+/// 127.0.0.x addresses other tests use, and random, so tests running at the same time, here or
+/// in another checkout on this machine, do not meet).
+func randomLoopbackAddress() -> String {
+    "127.\(Int.random(in: 100...250)).\(Int.random(in: 0...255)).\(Int.random(in: 1...254))"
+}
+
+/// A test device on an address of its own (Cast on 8009, eureka_info on 8008 and 8443).
+func ownAddressDevice(_ name: String, castType: SimulatedCastType = .audio, volume: Double = 0.5,
+                      heartbeat: TimeAmount? = nil) -> SimulatedDeviceConfiguration {
+    var configuration = testDevice(name, heartbeat: heartbeat).onOwnAddress(randomLoopbackAddress())
+    configuration.castType = castType
+    configuration.model = castType.defaultModel
+    configuration.initialVolumeLevel = volume
+    configuration.id = SimulatedDeviceConfiguration.deviceID(forName: name + configuration.host)
+    return configuration
+}
+
+extension TestCastClient {
+    /// Connects to `device` (its own address or 127.0.0.1) and syncs with its receiver.
+    static func connected(to device: SimulatedDevice, group: any EventLoopGroup = testGroup) async throws -> TestCastClient {
+        let client = try await TestCastClient.connect(host: device.host, port: device.port, group: group)
+        try await client.connectAndSync()
+        return client
+    }
+
+    /// Multizone GET_STATUS on `receiver-0` and the MULTIZONE_STATUS answering it.
+    func multizoneStatus(requestId: Int) async throws -> JSONValue {
+        try await send(CastNamespace.multizone, to: CastEndpoint.receiver,
+                       #"{"type":"GET_STATUS","requestId":\#(requestId)}"#)
+        guard let status = await waitFor(namespace: CastNamespace.multizone, type: "MULTIZONE_STATUS",
+                                         requestId: requestId) else {
+            throw TestFailure("no MULTIZONE_STATUS for request \(requestId)")
+        }
+        return status
+    }
+}

@@ -22,7 +22,7 @@ final class TestCastClient: Sendable {
         self.inbox = inbox
     }
 
-    static func connect(port: Int, group: any EventLoopGroup) async throws -> TestCastClient {
+    static func connect(host: String = "127.0.0.1", port: Int, group: any EventLoopGroup) async throws -> TestCastClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .none
         let context = try NIOSSLContext(configuration: tls)
@@ -38,7 +38,7 @@ final class TestCastClient: Sendable {
                     try sync.addHandler(Collector(inbox: inbox))
                 }
             }
-            .connect(host: "127.0.0.1", port: port).get()
+            .connect(host: host, port: port).get()
         return TestCastClient(channel: channel, inbox: inbox)
     }
 

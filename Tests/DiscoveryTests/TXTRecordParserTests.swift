@@ -57,6 +57,24 @@ import Testing
         #expect(record.castType == .group)
     }
 
+    @Test func groupModelWithoutTheGroupBitIsAGroup() throws {
+        // `md` alone says group, whatever `ca` has (and on any port).
+        let record = try parse(["id": "3a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d", "md": "Google Cast Group", "ca": "2052"],
+                               port: 8009).get()
+        #expect(record.castType == .group)
+        #expect(record.id == "3a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d")
+        #expect(try parse(["id": "3a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "md": " google cast group "]).get().castType == .group)
+    }
+
+    @Test func thePortDecidesOnlyWhenNeitherCaNorMdIsThere() throws {
+        let id = "aaaabbbbccccddddeeeeffff00001111"
+        #expect(try parse(["id": id], port: 32187).get().castType == .group)
+        #expect(try parse(["id": id], port: 32187).get().manufacturer == "Google Inc.")
+        #expect(try parse(["id": id], port: 8009).get().castType == .video)
+        #expect(try parse(["id": id, "ca": "4101"], port: 32187).get().castType == .video)
+        #expect(try parse(["id": id, "md": "Google Home"], port: 32187).get().castType == .audio)
+    }
+
     @Test func speakerWithUndocumentedBits() throws {
         let record = try parse(["id": "aaaabbbbccccddddeeeeffff00001111", "md": "Google Home", "fn": "Bedroom speaker",
                                 "ca": "198660"]).get()

@@ -4,87 +4,22 @@ Needs a built cast-sim: CAST_SIM=.build/debug/cast-sim python3 -m pytest -q Test
 Every wait is bounded; cast-sim is stopped by its PID in a fixture finalizer.
 """
 
-import json
-import os
-import queue
-import subprocess
-import threading
-import time
-import urllib.request
 import uuid
 
 import pychromecast
 import pytest
 
-CAST_SIM = os.environ.get("CAST_SIM", ".build/debug/cast-sim")
+from castsim import CastSim, wait_for
+
 DEVICE_ID = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 DEVICE_NAME = "Interop TV"
 MEDIA_URL = "http://127.0.0.1:9/sim/interop.mp4"
 
 
-def wait_for(predicate, timeout=10.0, interval=0.05, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    assert predicate(), f"timed out after {timeout}s waiting for {what}"
-
-
-class CastSim:
-    """A cast-sim process with one device and the control endpoint."""
-
-    def __init__(self):
-        if not os.access(CAST_SIM, os.X_OK):
-            pytest.fail(f"cast-sim not found at {CAST_SIM} (build it: swift build --product cast-sim)")
-        self.proc = subprocess.Popen(
-            [CAST_SIM, "--device", f"{DEVICE_NAME}:0:{DEVICE_ID}", "--control-port", "0",
-             "--launch-latency-ms", "300", "--log-level", "warning"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout], daemon=True).start()
-        self.port = None
-        self.control_port = None
-        deadline = time.monotonic() + 20
-        while (self.port is None or self.control_port is None) and time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            data = json.loads(line)
-            if data.get("id") == DEVICE_ID:
-                self.port = data["port"]
-            if "control_port" in data:
-                self.control_port = data["control_port"]
-        if self.port is None or self.control_port is None:
-            self.stop()
-            pytest.fail("cast-sim did not report its ports: " + (self.proc.stderr.read() or ""))
-
-    def http(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.control_port}{path}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return json.loads(response.read())
-
-    def received(self, namespace=None):
-        messages = self.http("GET", f"/devices/{DEVICE_ID}/received")
-        return [m for m in messages if namespace is None or m["namespace"] == namespace]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM to this PID
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-
-
 @pytest.fixture
 def sim():
-    sim = CastSim()
+    sim = CastSim(["--device", f"{DEVICE_NAME}:0:{DEVICE_ID}", "--launch-latency-ms", "300"])
+    sim.port = sim.devices[0]["port"]
     try:
         yield sim
     finally:
@@ -139,14 +74,14 @@ def test_media_session_round_trip(sim, cast):
     wait_for(lambda: cast.status.app_id == "E8C28D3C", what="back to Backdrop")
 
     # What the simulator recorded.
-    receiver = sim.received(RECEIVER)
+    receiver = sim.received(DEVICE_ID, RECEIVER)
     types = [m["type"] for m in receiver]
     assert "LAUNCH" in types and "STOP" in types
     launch = next(m for m in receiver if m["type"] == "LAUNCH")
     assert launch["payload"]["appId"] == "CC1AD845"
     volumes = [m["payload"]["volume"] for m in receiver if m["type"] == "SET_VOLUME"]
     assert {"level": 0.4} in volumes and {"muted": True} in volumes
-    media = sim.received(MEDIA)
+    media = sim.received(DEVICE_ID, MEDIA)
     media_types = [m["type"] for m in media]
     for expected in ["GET_STATUS", "LOAD", "SET_PLAYBACK_RATE", "PAUSE", "PLAY", "SEEK"]:
         assert expected in media_types, media_types
