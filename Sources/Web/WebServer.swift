@@ -35,10 +35,13 @@ public final class WebServer: Sendable {
     let logger: Logger
     /// The bridge's live counters as a JSON object (for the bridge page).
     let stats: @Sendable () -> [UInt8]
+    /// Pages open at once; one more is refused (each holds a snapshot's worth of memory).
+    let maxPages: Int
 
-    public init(configuration: Configuration, hub: WebHub, metrics: BridgeMetrics, logger: Logger,
+    public init(configuration: Configuration, hub: WebHub, metrics: BridgeMetrics, logger: Logger, maxPages: Int = 32,
                 stats: @escaping @Sendable () -> [UInt8]) {
         self.configuration = configuration
+        self.maxPages = maxPages
         self.hub = hub
         self.metrics = metrics
         self.logger = logger
@@ -84,7 +87,8 @@ public final class WebServer: Sendable {
     func shouldUpgrade(_ request: HTTPRequest, channel: any Channel) throws
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         guard request.path.map({ $0.split(separator: "?", maxSplits: 1).first == "/ws" }) ?? false,
-              auth.check(Self.authHeaders(request), stateChanging: true) == .allowed else { return .dontUpgrade }
+              auth.check(Self.authHeaders(request), stateChanging: true) == .allowed,
+              hub.clientCount < maxPages else { return .dontUpgrade }
         return .upgrade([:]) { [self] inbound, outbound, _ in
             await WebSocketSession(server: self).run(inbound: inbound, outbound: outbound)
         }

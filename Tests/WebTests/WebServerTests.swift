@@ -49,7 +49,7 @@ func http(_ port: Int, _ method: String, _ path: String, headers: [String: Strin
 }
 
 /// A server on a free loopback port for the duration of `body`.
-func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0,
+func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0, maxPages: Int = 32,
                 _ body: @Sendable (Int, WebServer, any EventLoopGroup) async throws -> Void) async throws {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let metrics = BridgeMetrics()
@@ -58,7 +58,7 @@ func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0
     logger.logLevel = .critical
     let server = WebServer(configuration: .init(host: "127.0.0.1", port: port, token: token, metricsPublic: metricsPublic,
                                                 version: "test", configurationText: "web:\n  token: \"***\"\n"),
-                           hub: hub, metrics: metrics, logger: logger, stats: { Array("{}".utf8) })
+                           hub: hub, metrics: metrics, logger: logger, maxPages: maxPages, stats: { Array("{}".utf8) })
     let bound = NIOLockedValueBox<Int?>(nil)
     try await withThrowingTaskGroup(of: Void.self) { tasks in
         tasks.addTask { await server.run(group: group) { port in bound.withLockedValue { $0 = port } } }
@@ -69,6 +69,30 @@ func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0
         tasks.cancelAll()
     }
     try await group.shutdownGracefully()
+}
+
+/// An open WebSocket (the 101 read; the caller closes the descriptor).
+func webSocket(_ port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard fd >= 0, connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    let request = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        + upgrade.map { "\($0.key): \($0.value)\r\n" }.joined() + "\r\n"
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var head = [UInt8](repeating: 0, count: 12)
+    guard recv(fd, &head, head.count, 0) == 12, head.elementsEqual(Array("HTTP/1.1 101".utf8)) else {
+        close(fd)
+        throw POSIXError(.EPROTO)
+    }
+    return fd
 }
 
 let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
@@ -152,6 +176,18 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
             let (metrics, health) = (try http(port, "GET", "/metrics"), try http(port, "GET", "/healthz"))
             #expect(metrics.status == 200)
             #expect(health.status == 503)
+        }
+    }
+
+    @Test func atMostMaxPagesAreOpenAtOnce() async throws {
+        try await withServer(maxPages: 2) { port, server, _ in
+            var open: [Int32] = []
+            defer { for fd in open { close(fd) } }
+            for _ in 0..<2 { open.append(try webSocket(port)) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while server.hub.clientCount < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(server.hub.clientCount == 2)
+            #expect(try http(port, "GET", "/ws", headers: upgrade).status == 400, "a third page is refused")
         }
     }
 
