@@ -52,6 +52,7 @@ public final class WebHub: Sendable {
 
     struct State: Sendable {
         var version: UInt64 = 0
+        /// By full topic (`<base>/<dev>/<leaf>`); the page gets `<dev>/<leaf>`.
         var documents: [String: Document] = [:]
         var recent: [String: Ring<RecentItem>] = [:]
         /// Kept only while a page is open.
@@ -90,7 +91,8 @@ public final class WebHub: Sendable {
         let leaf = rest[rest.index(after: slash)...]
         let isBridge = device == "bridge"
         if isBridge ? Self.bridgeDocuments.contains(leaf) : Self.deviceDocuments.contains(leaf) {
-            store(document: "\(device)/\(leaf)", payload: payload)
+            // Keyed by the publication's own topic string: no new string per call.
+            store(document: topic, payload: payload)
         } else if leaf == "event" {
             record(device: String(device), .event, payload: payload)
         } else if isBridge ? leaf.hasPrefix("response/") : leaf == "response" {
@@ -166,9 +168,9 @@ public final class WebHub: Sendable {
         json.raw(#","meta":"#)
         json.raw(meta)
         json.raw(#","documents":{"#)
-        for (n, (key, document)) in documents.sorted(by: { $0.key < $1.key }).enumerated() {
+        for (n, (topic, document)) in documents.sorted(by: { $0.key < $1.key }).enumerated() {
             if n > 0 { json.raw(",") }
-            json.string(key)
+            json.string(String(topic.dropFirst(prefix.count)))
             json.raw(":")
             json.payload(document.payload)
         }
@@ -212,9 +214,9 @@ public final class WebHub: Sendable {
         json.raw(#"{"type":"update","version":"#)
         json.number(latest)
         json.raw(#","documents":{"#)
-        for (n, (key, payload)) in documents.enumerated() {
+        for (n, (topic, payload)) in documents.enumerated() {
             if n > 0 { json.raw(",") }
-            json.string(key)
+            json.string(String(topic.dropFirst(prefix.count)))
             json.raw(":")
             json.payload(payload ?? [])
         }
