@@ -10,6 +10,10 @@ func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
                       path: "Fuzz/fuzz-\(name)", swiftSettings: strict)
 }
 
+/// The web page's files in `Sources/Web/Assets`, each compiled into the binary.
+let webAssets = ["index.html", "app.css", "favicon.svg", "app.js", "connection.js", "util.js", "devices.js",
+                 "device.js", "bridge.js", "controls.js", "login.js"]
+
 let package = Package(
     name: "cast2mqtt",
     platforms: [.macOS(.v14)],
@@ -30,6 +34,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // No traits: neither swift-configuration support nor full Foundation is needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         // Pure Cast v2 protocol: framing, CastMessage, payloads, connection state machine.
@@ -54,6 +63,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // Cast messages and bytes in and out (exported by the daemon's /metrics).
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -123,10 +134,29 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The web page (Hummingbird, one WebSocket), /metrics (swift-metrics → swift-prometheus)
+        // and /healthz. HTML, CSS and JavaScript modules are embedded in the binary by SwiftPM
+        // (`embedInCode`: byte arrays compiled in, no Bundle lookup at run time).
+        .target(
+            name: "Web",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: webAssets.map { .embedInCode("Assets/\($0)") },
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "cast2mqtt",
             dependencies: [
-                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery",
+                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery", "Web",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -235,6 +265,18 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: ["cast2mqtt", "Bridge", "CastClient", "CastProtocol", "Discovery"],
+            swiftSettings: strict
+        ),
+        // The web page's hub, authentication, metrics and the `web` configuration section.
+        .testTarget(
+            name: "WebTests",
+            dependencies: [
+                "Web", "Bridge", "TestSupport",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

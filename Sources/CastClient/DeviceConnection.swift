@@ -152,6 +152,7 @@ final class DeviceConnection {
 
     func received(_ message: CastMessage, generation: Int) {
         guard generation == self.generation else { return }
+        CastTraffic.shared.received(message)
         run(machine.messageReceived(message, now: clock.now))
         parsedReceiverReply = nil
     }
@@ -192,7 +193,10 @@ final class DeviceConnection {
                 connect()
             case .write(let messages):
                 guard let channel else { continue }
-                for message in messages { channel.write(message, promise: nil) }
+                for message in messages {
+                    CastTraffic.shared.sent(message)
+                    channel.write(message, promise: nil)
+                }
                 channel.flush()
             case .close(let reason):
                 if closeReason == nil { closeReason = reason }

@@ -8,6 +8,7 @@ import MQTT
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Web
 
 /// The daemon: MQTT, discovery and one Cast client per device around a `BridgeCore`.
 ///
@@ -29,14 +30,17 @@ final class BridgeRuntime: Service, Sendable {
     let configuration: BridgeConfiguration
     let logger: Logger
     private let inputs: InputQueue
+    /// The web page and the metrics (RuntimeObservers.swift).
+    let observers: RuntimeObservers
 
-    init(configuration: BridgeConfiguration, logger: Logger) {
+    init(configuration: BridgeConfiguration, logger: Logger, metrics: BridgeMetrics = BridgeMetrics(), logTail: LogTail = LogTail()) {
         self.configuration = configuration
         self.logger = logger
         inputs = InputQueue(onBurst: { [logger] waiting in
             logger.warning("the bridge is overloaded: coalescing device statuses, answering new commands busy",
                            metadata: ["inputs.waiting": "\(waiting)"])
         })
+        observers = RuntimeObservers(configuration: configuration, logger: logger, metrics: metrics, logTail: logTail, inputs: inputs)
     }
 
     func run() async throws {
@@ -53,7 +57,8 @@ final class BridgeRuntime: Service, Sendable {
         }
         // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
-                                       logger: logger, onEvent: { [inputs] event in
+                                       logger: logger, onEvent: { [inputs, observers] event in
+            observers.mqtt(event)
             switch event {
             case .connected: inputs.push(.bridge(.mqttConnected))
             case .disconnected: inputs.push(.mqttDisconnected)
@@ -72,6 +77,7 @@ final class BridgeRuntime: Service, Sendable {
         let inputs = self.inputs
 
         await withDiscardingTaskGroup { tasks in
+            tasks.addTask { [observers] in await observers.run(group: group) }
             tasks.addTask {
                 for await event in discovery.events { inputs.push(.discovery(event)) }
             }
@@ -136,6 +142,7 @@ final class BridgeRuntime: Service, Sendable {
         mutating func take(_ next: RuntimeInput, core: inout BridgeCore, fleet: inout Fleet, sessions: SessionFile,
                            published: PublishedFile, tasks: inout DiscardingTaskGroup) {
             defer { watchdog.pingIfDue() }
+            runtime.observers.turned()
             let bridgeInput: BridgeInput
             switch next {
             case .discovery(let event):
@@ -166,8 +173,13 @@ final class BridgeRuntime: Service, Sendable {
                     notifier.notify("READY=1")
                 }
             }
-            if case .bridge(.tick) = next { core.inputOverload = runtime.overloadCounts }
-            let output = core.handle(bridgeInput, now: Date())
+            if case .bridge(.tick) = next {
+                core.inputOverload = runtime.overloadCounts
+                runtime.observers.tick(core.gauges)
+            }
+            let now = Date()
+            let output = core.handle(bridgeInput, now: now)
+            runtime.observers.applied(output, now: now)
             for line in output.logs { logger.info("\(line)") }
             for line in output.debugLogs { logger.debug("\(line)") }
             for publication in output.publications { publish(publication) }
@@ -194,12 +206,15 @@ final class BridgeRuntime: Service, Sendable {
                 inputs.push(.bridge(.operationCompleted(device, token, .failure(BridgeError(.unknownDevice, "the device is not known")))))
                 return
             }
+            let (observers, kind, started) = (runtime.observers, operation.kind, ContinuousClock.now)
             OperationDispatch.dispatch(operation, to: client) { result in
+                observers.castRequest(kind, started: started, ok: (try? result.get()) != nil)
                 inputs.push(.bridge(.operationCompleted(device, token, result)))
             }
         }
 
         mutating func publish(_ p: Publication) {
+            runtime.observers.tee(p)
             // A clear (empty retained payload) is always handed over: the core has already
             // forgotten the topic and would not republish it.
             if !mqttUp, p.retain, !p.payload.isEmpty {
@@ -211,6 +226,7 @@ final class BridgeRuntime: Service, Sendable {
                                       retain: p.retain, correlationData: p.correlationData)
             do {
                 try mqtt.publish(message)
+                runtime.observers.sent(p)
             } catch {
                 logger.warning("publish failed", metadata: ["mqtt.topic": "\(p.topic)", "mqtt.error": "\(error)"])
             }

@@ -4,6 +4,7 @@ import Discovery
 import Foundation
 import Logging
 import ServiceLifecycle
+import Web
 
 @main
 struct Cast2MQTT: AsyncParsableCommand {
@@ -34,7 +35,8 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    func logger(for configuration: BridgeConfiguration) throws -> Logger {
+    /// The stderr logger (and, with `tail`, the web page's log tail next to it).
+    func logger(for configuration: BridgeConfiguration, tail: LogTail? = nil) throws -> Logger {
         let name = logLevel ?? configuration.log.level
         guard let level = Logger.Level(rawValue: name.lowercased()) else {
             throw ValidationError("unknown log level '\(name)'")
@@ -42,7 +44,10 @@ struct CommonOptions: ParsableArguments {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            guard let tail else { return handler }
+            var tailHandler = TailLogHandler(label: label, tail: tail)
+            tailHandler.logLevel = level
+            return MultiplexLogHandler([handler, tailHandler])
         }
         var logger = Logger(label: "cast2mqtt")
         logger.logLevel = level
@@ -58,11 +63,13 @@ extension Cast2MQTT {
 
         func run() async throws {
             let config = try options.load()
-            let logger = try options.logger(for: config)
+            let tail = LogTail()
+            let logger = try options.logger(for: config, tail: config.web.enabled ? tail : nil)
+            let metrics = BridgeMetrics.bootstrap(version: config.version)
             raiseDescriptorLimit(logger: logger)
             logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.url)",
                                                "mqtt.base_topic": "\(config.mqtt.baseTopic)"])
-            let runtime = BridgeRuntime(configuration: config, logger: logger)
+            let runtime = BridgeRuntime(configuration: config, logger: logger, metrics: metrics, logTail: tail)
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: [.init(service: runtime)],
                 gracefulShutdownSignals: [.sigterm, .sigint],

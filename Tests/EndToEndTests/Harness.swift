@@ -121,6 +121,8 @@ final class BridgeHarness: @unchecked Sendable {
         state_dir: \(directory)/state
         log:
           level: debug
+        web:
+          listen: "127.0.0.1:0"
         """
         try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         try startDaemon()

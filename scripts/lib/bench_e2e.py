@@ -14,6 +14,9 @@ Measured, per bridge, in one run:
            threads and CPU (% of one core) over --idle-seconds
   burst    --burst volume commands round-robin over --burst-devices devices, published as fast
            as possible: responses received (by status), lost, publish -> response p50/p99/max
+  page     with --web-page, after the idle measurement of each fleet: headless chromium (Debian's,
+           through Playwright) opens cast2mqtt's web page; time until every card is drawn, a
+           search applied, then the daemon's CPU and RSS over --idle-seconds with the page open
 
 Numbers only: it exits non-zero when something broke (a process died, devices never came
 online), never because something is slow. Every wait has a deadline; every process it starts
@@ -260,7 +263,7 @@ class Simulator:
 
 # --- bridges ---------------------------------------------------------------------------------
 
-def write_config(path: str, mqtt_port: int, base: str, sim: Simulator, state_dir: str) -> None:
+def write_config(path: str, mqtt_port: int, base: str, sim: Simulator, state_dir: str, web_port: int | None = None) -> None:
     lines = [
         "mqtt:", f"  url: mqtt://{HOST}:{mqtt_port}", f"  base_topic: {base}", f"  client_id: {base}-bench",
         "discovery:", "  mdns: false", "  devices:",
@@ -268,7 +271,10 @@ def write_config(path: str, mqtt_port: int, base: str, sim: Simulator, state_dir
     for d in sim.devices:
         lines.append(f"    - {{host: {HOST}, port: {d['port']}, name: \"{d['name']}\", id: \"{d['id']}\", "
                      f"topic: {d['topic']}}}")
-    lines += [f"state_dir: {state_dir}", "log:", "  level: warning", ""]
+    lines += [f"state_dir: {state_dir}", "log:", "  level: warning"]
+    if web_port:
+        lines += ["web:", f'  listen: "{HOST}:{web_port}"']
+    lines.append("")
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
@@ -277,7 +283,7 @@ class Bridge:
     """A bridge under test, started against `sim` and the broker; waits until all devices are online."""
 
     def __init__(self, kind: str, argv_for_config, mqtt_port: int, sim: Simulator, workdir: str,
-                 online_timeout: float):
+                 online_timeout: float, web_port: int | None = None):
         self.kind = kind
         self.base = "c2m" if kind == "cast2mqtt" else "peer"
         n = len(sim.devices)
@@ -285,7 +291,8 @@ class Bridge:
         config = os.path.join(workdir, f"{tag}.yaml")
         state_dir = os.path.join(workdir, f"{tag}-state")
         os.makedirs(state_dir, exist_ok=True)
-        write_config(config, mqtt_port, self.base, sim, state_dir)
+        write_config(config, mqtt_port, self.base, sim, state_dir, web_port)
+        self.web_url = f"http://{HOST}:{web_port}/" if web_port else None
         self.watch = Watcher(mqtt_port, f"{kind}-watch")
         online: set[str] = set()
 
@@ -410,6 +417,41 @@ def measure_idle(bridge: Bridge, settle: float, seconds: float) -> dict[str, flo
     return {"rss": b["rss"], "threads": b["threads"], "cpu_pct": 100 * (b["cpu"] - a["cpu"]) / seconds}
 
 
+def measure_page(bridge: Bridge, n: int, chromium: str, settle: float, seconds: float) -> dict[str, float]:
+    """The web page open on `n` devices: first full render, a search, then the daemon at rest."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1360, "height": 900})
+            cards = page.locator("article.card")
+            shown = page.locator("article.card:not([hidden])")
+
+            def until(done, timeout: float, what: str) -> None:
+                # Polled from here: the page's Content-Security-Policy forbids the eval that
+                # Playwright's wait_for_function needs.
+                deadline = time.monotonic() + timeout
+                while not done():
+                    if time.monotonic() > deadline:
+                        raise BenchError(f"the web page: {what} not within {timeout:.0f} s")
+                    time.sleep(0.01)
+
+            t0 = time.monotonic()
+            page.goto(bridge.web_url)
+            until(lambda: cards.count() >= n, 120, f"{n} cards")
+            render_s = time.monotonic() - t0
+            t1 = time.monotonic()
+            page.fill('input[type="search"]', "no-such-device")
+            until(lambda: shown.count() == 0, 30, "the search")
+            search_ms = (time.monotonic() - t1) * 1000
+            page.fill('input[type="search"]', "")
+            row = measure_idle(bridge, settle, seconds)
+        finally:
+            browser.close()
+    return {"render_s": render_s, "search_ms": search_ms, "cpu_pct": row["cpu_pct"], "rss": row["rss"]}
+
+
 def measure_burst(bridge: Bridge, sim: Simulator, total: int, ndev: int, timeout: float) -> dict[str, Any]:
     devs = sim.devices[:ndev]
     responses: dict[str, tuple[str, int]] = {}
@@ -471,6 +513,8 @@ def main() -> int:
     ap.add_argument("--parts", default="floor,command,status,scale,burst",
                     help="what to measure (comma-separated subset of floor,command,status,scale,burst)")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--web-page", metavar="CHROMIUM", nargs="?", const="/usr/bin/chromium",
+                    help="also measure cast2mqtt with its web page open in this headless chromium (scale rows)")
     args = ap.parse_args()
     parts = {p.strip() for p in args.parts.split(",")}
 
@@ -532,13 +576,18 @@ def main() -> int:
             procs_to_stop.append(sim)
             for kind in kinds:
                 print(f"==> {kind}: {n} devices")
-                bridge = Bridge(kind, argv_for(kind), mport, sim, workdir, online_timeout=120)
+                web = free_port() if args.web_page and kind == "cast2mqtt" else None
+                bridge = Bridge(kind, argv_for(kind), mport, sim, workdir, online_timeout=120, web_port=web)
                 try:
                     if "scale" in parts:
                         row = {"online_s": bridge.online_s}
                         row.update(measure_idle(bridge, args.settle_seconds, args.idle_seconds))
                         print(f"    {row}")
                         results[kind][f"scale{n}"] = row
+                        if web:
+                            page = measure_page(bridge, n, args.web_page, args.settle_seconds, args.idle_seconds)
+                            print(f"    page open {page}")
+                            results[kind][f"page{n}"] = page
                     if ("burst" in parts and args.burst > 0 and n >= args.burst_devices
                             and "burst" not in results[kind]):
                         b = measure_burst(bridge, sim, args.burst, args.burst_devices, timeout=120)
@@ -587,6 +636,10 @@ def print_table(results: dict[str, Any], kinds: list[str]) -> None:
         rows.append((f"{key[5:]} devices: all online s / idle RSS MiB / idle CPU % / threads", "",
                      cell(b) if peer else "", cell(a),
                      " / ".join(ratio(a.get(f), b.get(f)) for f in ("online_s", "rss", "cpu_pct")) if peer else ""))
+    for key in sorted((k for k in c if k.startswith("page")), key=lambda k: int(k[4:])):
+        r = c[key]
+        rows.append((f"{key[4:]} devices, web page open: all cards drawn s / search ms / daemon CPU % / RSS MiB", "", "",
+                     f"{r['render_s']:.2f} / {r['search_ms']:.0f} / {r['cpu_pct']:.2f} / {r['rss']:.1f}", ""))
     if "burst" in c or "burst" in p:
         a, b = c.get("burst", {}), p.get("burst", {})
 

@@ -33,3 +33,20 @@ ensure_python_packages() {
     python3 -m pip install --quiet --disable-pip-version-check -r "$requirements"
   fi
 }
+
+# The web page's browser tests (Tests/web): Debian's chromium, which Playwright drives (it never
+# downloads a browser of its own), and the Python packages of Tests/web/requirements.txt.
+ensure_browser() {
+  dpkg -s chromium >/dev/null 2>&1 && return 0
+  echo "==> installing Debian packages: chromium"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+}
+
+ensure_web_test_packages() {
+  python3 -c "import playwright.sync_api, paho.mqtt, requests, pychromecast" >/dev/null 2>&1 && return 0
+  echo "==> installing Python packages from Tests/web/requirements.txt"
+  python3 -m pip install --quiet --disable-pip-version-check -r Tests/web/requirements.txt
+}

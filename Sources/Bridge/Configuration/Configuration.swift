@@ -90,6 +90,22 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public init() {}
     }
 
+    /// The web page, `/metrics` and `/healthz` (`web` section; docs/web.md).
+    public struct Web: Sendable, Hashable {
+        public var enabled = true
+        /// `host:port` (`[v6]:port` for IPv6). Any address but loopback needs `token` or `passwordFile`.
+        public var listen = "127.0.0.1:8199"
+        public var token: String?
+        /// A file whose first line is the token (read at start).
+        public var passwordFile: String?
+        /// `/metrics` and `/healthz` answer without the token (for scrapers).
+        public var metricsPublic = false
+        public init() {}
+
+        /// `listen` split into host and port; nil when it does not parse (the loader refuses that).
+        public var address: WebListenAddress? { WebListenAddress(listen) }
+    }
+
     public var mqtt = MQTT()
     public var discovery = Discovery()
     public var cast = Cast()
@@ -97,6 +113,7 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public var homeassistant = HomeAssistant()
     public var stateDir = "/var/lib/cast2mqtt"
     public var log = Log()
+    public var web = Web()
 
     public init() {}
 
@@ -132,4 +149,47 @@ public func globMatches(_ pattern: String, _ text: String) -> Bool {
     }
     while pi < p.count, p[pi] == "*" { pi += 1 }
     return pi == p.count
+}
+
+/// `web.listen` parsed: `127.0.0.1:8199`, `0.0.0.0:80`, `[::1]:8199`, `localhost:8199`. The host is
+/// an IP address literal or `localhost` (no name lookups); port 0 lets the kernel choose.
+public struct WebListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init?(_ text: String) {
+        let host: Substring, port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+            guard host.contains(":") else { return nil }
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+            guard !host.contains(":"), Self.isIPv4(host) || host == "localhost" else { return nil }
+        }
+        guard !host.isEmpty, port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (0...65535).contains(number),
+              host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0.isLetter }) else { return nil }
+        self.host = String(host)
+        self.port = number
+    }
+
+    /// True for `localhost`, 127.0.0.0/8 and `::1`: only this machine can connect.
+    public var isLoopback: Bool {
+        if host == "localhost" { return true }
+        if Self.isIPv4(Substring(host)) { return host.hasPrefix("127.") }
+        let lower = host.lowercased()
+        return lower == "::1" || lower == "0:0:0:0:0:0:0:1"
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    static func isIPv4(_ s: Substring) -> Bool {
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { p in
+            !p.isEmpty && p.count <= 3 && p.allSatisfy(\.isASCII) && p.allSatisfy(\.isNumber) && (Int(p) ?? 256) <= 255
+        }
+    }
 }

@@ -17,7 +17,7 @@ public enum ConfigurationLoader {
     }
 
     /// Sections that hold keys (a mapping in YAML).
-    static let sections: Set<String> = ["mqtt", "discovery", "cast", "cast.reconnect", "media", "homeassistant", "log"]
+    static let sections: Set<String> = ["mqtt", "discovery", "cast", "cast.reconnect", "media", "homeassistant", "log", "web"]
 
     static func s(_ v: Value) -> String? { if case .string(let x) = v { return x }; return nil }
     static func i(_ v: Value) -> Int { if case .int(let x) = v { return x }; return 0 }
@@ -67,6 +67,12 @@ public enum ConfigurationLoader {
                 get: { show($0.homeassistant.discovery) }),
             Key(path: "state_dir", kind: .string, set: { $0.stateDir = s($1) ?? "" }, get: { show($0.stateDir) }),
             Key(path: "log.level", kind: .string, set: { $0.log.level = s($1) ?? "" }, get: { show($0.log.level) }),
+            Key(path: "web.enabled", kind: .bool, set: { $0.web.enabled = b($1) }, get: { "\($0.web.enabled)" }),
+            Key(path: "web.listen", kind: .string, set: { $0.web.listen = s($1) ?? "" }, get: { show($0.web.listen) }),
+            Key(path: "web.token", kind: .optionalString, secret: true, set: { $0.web.token = s($1) },
+                get: { $0.web.token == nil ? "null" : "\"***\"" }),
+            Key(path: "web.password_file", kind: .optionalString, set: { $0.web.passwordFile = s($1) }, get: { show($0.web.passwordFile) }),
+            Key(path: "web.metrics_public", kind: .bool, set: { $0.web.metricsPublic = b($1) }, get: { "\($0.web.metricsPublic)" }),
         ]
     }
 
@@ -96,7 +102,14 @@ public enum ConfigurationLoader {
     }
 
     /// Reads the file at `path` (nil = defaults only) and calls `load(yaml:environment:)`.
+    /// With the page on, `web.password_file` is read here too (`webSecret`).
     public static func load(path: String?, environment: [String: String]) throws -> BridgeConfiguration {
+        let config = try loadFile(path: path, environment: environment)
+        if config.web.enabled { _ = try webSecret(config) }
+        return config
+    }
+
+    static func loadFile(path: String?, environment: [String: String]) throws -> BridgeConfiguration {
         guard let path else { return try load(yaml: "", environment: environment) }
         let text: String
         do {
@@ -328,6 +341,47 @@ public enum ConfigurationLoader {
         try check(!c.stateDir.isEmpty, "state_dir", "must not be empty")
         try check(["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(c.log.level), "log.level",
                   "must be one of trace, debug, info, notice, warning, error, critical")
+        try validateWeb(c.web)
+    }
+
+    /// The `web` section: an address that parses, and a token for anything but loopback (checked
+    /// even with `enabled: false`, so turning the page on later cannot expose it by surprise).
+    static func validateWeb(_ w: BridgeConfiguration.Web) throws {
+        guard let address = w.address else {
+            throw ConfigurationError(path: "web.listen", message: "must be HOST:PORT with an IP address or localhost "
+                                     + "(127.0.0.1:8199, 0.0.0.0:8199, [::1]:8199), port 0-65535")
+        }
+        if let token = w.token {
+            try check(!token.trimmingCharacters(in: .whitespaces).isEmpty, "web.token", "must not be empty (or null for none)")
+            try check(w.passwordFile == nil, "web.password_file", "set web.token or web.password_file, not both")
+        }
+        try check(w.passwordFile.map { !$0.isEmpty } ?? true, "web.password_file", "must not be empty (or null for none)")
+        try check(address.isLoopback || w.token != nil || w.passwordFile != nil, "web.listen",
+                  "\(address) is not a loopback address: anyone on the network could reach the page, so it needs "
+                  + "web.token or web.password_file (or listen on 127.0.0.1)")
+    }
+
+    /// The web token: `web.token`, or the first line of `web.password_file` (read here, so a
+    /// missing or empty file is a configuration error at start). Nil when neither is set.
+    public static func webSecret(_ c: BridgeConfiguration) throws -> String? {
+        if let token = c.web.token { return token }
+        guard let path = c.web.passwordFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(path: "web.password_file", message: "cannot read \(path)")
+        }
+        guard data.count <= 4096 else {
+            throw ConfigurationError(path: "web.password_file", message: "\(path) is larger than 4 KiB; it should hold one line, the token")
+        }
+        let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        let token = line.trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty else {
+            throw ConfigurationError(path: "web.password_file", message: "\(path) is empty; its first line is the token")
+        }
+        return token
+    }
+
+    static func check(_ ok: Bool, _ path: String, _ message: String) throws {
+        if !ok { throw ConfigurationError(path: path, message: message) }
     }
 
     static func isTopicPrefix(_ t: String) -> Bool {

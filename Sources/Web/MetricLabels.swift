@@ -1,0 +1,56 @@
+/// Label values come from outside (a command name is whatever topic an MQTT client published
+/// to): each label has a fixed set of values, so the export stays bounded whatever arrives.
+extension BridgeMetrics {
+    /// The contract's device commands and bridge requests (mqtt-api.md §3, §5).
+    static let knownCommands: Set<String> = [
+        "load", "play", "pause", "toggle", "stop", "seek", "rate", "volume", "mute", "next", "previous", "launch", "quit",
+        "send", "transfer", "refresh", "announce", "skip_ad", "tracks", "queue",
+        "devices", "remove", "health_check", "log_level",
+    ]
+
+    /// The contract's error codes (and `ok`).
+    static let knownCodes: Set<String> = [
+        "ok", "invalid_payload", "unknown_command", "unknown_device", "device_offline", "no_app", "no_media_session",
+        "not_supported", "timeout", "load_failed", "load_cancelled", "launch_error", "invalid_request",
+        "invalid_player_state", "namespace_not_allowed", "payload_too_large", "busy", "internal",
+    ]
+
+    static func commandLabel(_ name: String) -> String {
+        if knownCommands.contains(name) { return name }
+        // `send/<namespace>` short form.
+        return name.hasPrefix("send/") ? "send" : "other"
+    }
+
+    /// A code the contract lists, or up to 16 more well-formed ones (a code added to the contract
+    /// later), then `other`.
+    static func codeLabel(_ code: String, seen: inout Set<String>) -> String {
+        if knownCodes.contains(code) || seen.contains(code) { return code }
+        guard seen.count < 16, code.count <= 32, code.allSatisfy({ $0 == "_" || ($0.isASCII && $0.isLowercase) }) else {
+            return "other"
+        }
+        seen.insert(code)
+        return code
+    }
+
+    /// `CastDisconnectReason.description` to one word.
+    static func disconnectReason(_ text: String) -> String {
+        let prefixes: [(String, String)] = [
+            ("heartbeat timeout", "heartbeat_timeout"), ("connection closed by the device", "closed_by_peer"),
+            ("device closed the platform channel", "closed_by_device"), ("protocol error", "protocol_error"),
+            ("network error", "network_error"), ("connect failed", "connect_failed"),
+            ("the device did not answer", "unresponsive"), ("shutdown", "shutdown"),
+        ]
+        return prefixes.first { text.hasPrefix($0.0) }?.1 ?? "other"
+    }
+
+    /// A Cast operation's name from its case (`setVolume(level: 0.4)` → `set_volume`), bounded by
+    /// the enum's cases.
+    public static func operationLabel(_ operation: Any) -> String {
+        let name = Mirror(reflecting: operation).children.first?.label ?? "\(operation)"
+        var out = ""
+        for c in name.prefix(while: { $0.isLetter || $0.isNumber }) {
+            if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
+        }
+        return out.isEmpty ? "other" : String(out.prefix(32))
+    }
+}

@@ -1,0 +1,125 @@
+import Bridge
+import Foundation
+import Logging
+import MQTT
+import NIOConcurrencyHelpers
+import NIOCore
+import Web
+
+/// What the web page and `/metrics` see of the daemon, in one place: `BridgeRuntime` calls one
+/// method per thing that happens (an MQTT event, a publication, an applied output, a tick, a
+/// Cast operation) and runs the web server as a child of its task group. Each call is a counter
+/// or a lock and a dictionary write; with the page off (`web.enabled: false`) only the metrics
+/// remain.
+final class RuntimeObservers: Sendable {
+    let metrics: BridgeMetrics
+    let hub: WebHub?
+    let server: WebServer?
+    private let latest: NIOLockedValueBox<CoreGauges?>
+    private let inputs: InputQueue
+
+    init(configuration: BridgeConfiguration, logger: Logger, metrics: BridgeMetrics, logTail: LogTail, inputs: InputQueue) {
+        let latest = NIOLockedValueBox<CoreGauges?>(nil)
+        self.latest = latest
+        self.metrics = metrics
+        self.inputs = inputs
+        guard configuration.web.enabled, let address = configuration.web.address else {
+            hub = nil
+            server = nil
+            return
+        }
+        let hub = WebHub(baseTopic: configuration.mqtt.baseTopic, logTail: logTail) { [inputs] topic, payload in
+            inputs.push(.bridge(.mqttMessage(topic: topic, payload: payload, responseTopic: nil, correlationData: nil)))
+        }
+        self.hub = hub
+        let token = (try? ConfigurationLoader.webSecret(configuration)) ?? nil
+        server = WebServer(
+            configuration: .init(host: address.host, port: address.port, token: token,
+                                 metricsPublic: configuration.web.metricsPublic, version: configuration.version,
+                                 configurationText: ConfigurationLoader.printable(configuration)),
+            hub: hub, metrics: metrics, logger: logger, stats: { [latest, inputs, metrics] in
+                Self.stats(latest.withLockedValue { $0 }, inputs: inputs, metrics: metrics)
+            })
+    }
+
+    /// The web server, for the life of the runtime's task group (returns at once when it is off).
+    func run(group: any EventLoopGroup) async {
+        await server?.run(group: group)
+    }
+
+    /// From the MQTT network thread.
+    func mqtt(_ event: MQTTEvent) {
+        switch event {
+        case .connected: metrics.mqttConnection(up: true)
+        case .disconnected: metrics.mqttConnection(up: false)
+        case .message(let m): metrics.mqttMessage(incoming: true, bytes: m.payload.count)
+        }
+    }
+
+    /// Every publication of the bridge, before the broker gets it (also while the broker is away).
+    func tee(_ p: Publication) {
+        hub?.tee(topic: p.topic, payload: p.payload)
+        if p.topic.hasSuffix("/event"), let event = DeviceEvent(p.payload) {
+            metrics.deviceEvent(type: event.type, reason: event.reason)
+        }
+    }
+
+    /// A publication handed to the broker.
+    func sent(_ p: Publication) {
+        metrics.mqttMessage(incoming: false, bytes: p.payload.count)
+    }
+
+    /// The consumer took an input (for `/healthz`).
+    func turned() { metrics.consumerTurned() }
+
+    /// The core's output for one input: one latency sample per response.
+    func applied(_ output: BridgeOutput, now: Date) {
+        for outcome in output.outcomes {
+            let seconds = max(0, now.timeIntervalSince(outcome.receivedAt))
+            metrics.commandAnswered(command: outcome.command, code: outcome.code,
+                                    latency: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
+        }
+    }
+
+    /// Once a second, on the consumer's tick.
+    func tick(_ gauges: CoreGauges) {
+        latest.withLockedValue { $0 = gauges }
+        metrics.core(devices: gauges.devices, online: gauges.online, waiting: gauges.waiting, inFlight: gauges.inFlight)
+        let c = inputs.counters
+        metrics.inputQueue(depth: inputs.count, totals: [.coalescedStatus: c.coalescedStatuses,
+                                                         .overloadedCommand: c.overloadedCommands,
+                                                         .droppedAppMessage: c.droppedAppMessages])
+    }
+
+    /// A Cast operation completed (on the device's event loop).
+    func castRequest(_ kind: CastOperationKind, started: ContinuousClock.Instant, ok: Bool) {
+        metrics.castRequest(operation: BridgeMetrics.operationLabel(kind), ok: ok, duration: .now - started)
+    }
+
+    /// The bridge page's counters (numbers and booleans only).
+    static func stats(_ gauges: CoreGauges?, inputs: InputQueue, metrics: BridgeMetrics) -> [UInt8] {
+        let c = inputs.counters
+        let health = metrics.health()
+        var fields = ["\"mqtt_connected\":\(health.mqttConnected)", "\"input_queue_depth\":\(inputs.count)",
+                      "\"overload\":{\"coalesced_statuses\":\(c.coalescedStatuses),\"overloaded_commands\":\(c.overloadedCommands),"
+                          + "\"dropped_app_messages\":\(c.droppedAppMessages)}"]
+        if let loop = health.loopAge { fields.append("\"loop_age_seconds\":\((loop * 1000).rounded() / 1000)") }
+        if let g = gauges {
+            fields += ["\"devices\":\(g.devices)", "\"online\":\(g.online)", "\"waiting\":\(g.waiting)", "\"in_flight\":\(g.inFlight)"]
+        }
+        return Array(("{" + fields.joined(separator: ",") + "}").utf8)
+    }
+}
+
+/// `type` (and `reason`) of a device event the bridge published.
+struct DeviceEvent {
+    var type: String
+    var reason: String?
+
+    init?(_ payload: [UInt8]) {
+        guard payload.count < 4096, let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+              let type = object["type"] as? String, ["connected", "reconnected", "disconnected"].contains(type) else { return nil }
+        self.type = type
+        reason = object["reason"] as? String
+    }
+}
