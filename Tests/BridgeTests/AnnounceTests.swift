@@ -58,18 +58,23 @@ import Testing
         #expect(second.publications.isEmpty && second.operations.isEmpty, "the second waits for the first")
         let started = try playClip(&h, first, url: "http://x/chime.mp3", session: 2)
         #expect(responses(started).map { $0["id"] } == [.number(1)], "the first, without wait, answers when it plays")
+        // A third without wait, while the first plays: accepted at once, in the queue.
+        let third = h.publish(topic, #"{"id": 3, "url": "http://x/later.mp3"}"#)
+        #expect(responses(third).first?["data"]?["queued"] == .number(2))
         // The first ends: the second clip loads, no restore in between.
         let next = h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))
         guard case .load(let ding, _)? = next.operations.first?.kind else { Issue.record("no second clip"); return }
         #expect(ding.media.contentId == "http://x/ding.mp3")
         let playingSecond = try playClip(&h, next, url: "http://x/ding.mp3", session: 3)
         #expect(responses(playingSecond).isEmpty)
-        let done = h.feed(CastEvent.mediaStatus(tvID, [finished(3)]))
-        #expect(responses(done).map { $0["id"] } == [.number(2)])
+        let afterSecond = h.feed(CastEvent.mediaStatus(tvID, [finished(3)]))
+        #expect(responses(afterSecond).map { $0["id"] } == [.number(2)], "the second, with wait, when it has played; the third was answered")
+        _ = try playClip(&h, afterSecond, url: "http://x/later.mp3", session: 4)
+        #expect(responses(h.feed(CastEvent.mediaStatus(tvID, [finished(4)]))).isEmpty)
         let restore = try #require(settle(&h).operations.first)
         guard case .load(let song, _) = restore.kind else { Issue.record("no restore"); return }
         #expect(song.media.contentId == "http://192.0.2.5/song.mp3", "the media from before the first announcement")
-        #expect(h.complete(restore, .mediaStatus([playing(session: 4)])).operations.isEmpty, "restored once")
+        #expect(h.complete(restore, .mediaStatus([playing(session: 5)])).operations.isEmpty, "restored once")
     }
 
     @Test func aLoadEndsTheAnnouncementsWithoutARestore() throws {
@@ -138,10 +143,11 @@ import Testing
         for i in 1...AnnounceJobs.maxWaiting + 1 {
             #expect(h.publish(topic, #"{"id": \#(i), "url": "http://x/\#(i).mp3"}"#).publications.isEmpty)
         }
-        // The clip plays: the commands that waited behind its LOAD join the announcement's queue,
-        // all but the last, which finds it full.
+        // The clip plays: the commands that waited behind its LOAD join the announcement's queue
+        // (each accepted at once), all but the last, which finds it full.
         let playing = try playClip(&h, first, url: "http://x/0.mp3", session: 2)
-        #expect(responses(playing).map { $0["id"] } == [.number(0), .number(Double(AnnounceJobs.maxWaiting + 1))])
+        #expect(responses(playing).map { $0["id"] } == (0...AnnounceJobs.maxWaiting + 1).map { .number(Double($0)) })
+        #expect(responses(playing).dropLast().allSatisfy { $0["status"] == .string("ok") })
         #expect(responses(playing).last?["error"]?["code"] == .string("busy"))
     }
 

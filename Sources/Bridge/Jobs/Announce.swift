@@ -96,9 +96,17 @@ struct AnnounceJobs: Sendable {
                 return [.respond(ctx, .failure(BridgeError(.busy,
                     "\(Self.maxWaiting) announcements already wait on \(device.topic); try again when they have played")))]
             }
-            job.waiting.append(announcement)
+            var effects: [JobEffect] = []
+            var queued = announcement
+            if !a.wait {
+                // Accepted: it plays after the ones before it (with `wait`, it is answered then).
+                queued.answered = true
+                effects.append(.respond(ctx, .success(.object(["queued": .int(job.waiting.count + 1),
+                                                                "state": .string(device.stateWord)]))))
+            }
+            job.waiting.append(queued)
             jobs[device.id] = job
-            return []
+            return effects
         }
         let volume = device.receiver?.volume
         var restore = AnnounceRestore(level: volume?.level, muted: volume?.muted, app: device.activeApp?.appId)
