@@ -6,8 +6,15 @@ import NIOPosix
 import Testing
 @testable import Web
 
-/// One HTTP/1.1 exchange over a plain socket (`Connection: close`), bounded by a 10 s timeout.
-func http(_ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "") throws
+/// One HTTP/1.1 exchange over a plain socket (`Connection: close`), bounded by a 10 s timeout. The
+/// socket blocks, so it runs on NIO's thread pool: on the test process's cooperative threads it
+/// could starve the server's own request tasks (a page that never came, under load).
+func http(_ port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: String = "") async throws
+    -> (status: Int, headers: [String: String], body: String) {
+    try await NIOThreadPool.singleton.runIfActive { try blockingHTTP(port, method, path, headers: headers, body: body) }
+}
+
+private func blockingHTTP(_ port: Int, _ method: String, _ path: String, headers: [String: String], body: String) throws
     -> (status: Int, headers: [String: String], body: String) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw POSIXError(.EIO) }
@@ -71,8 +78,12 @@ func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0
     try await group.shutdownGracefully()
 }
 
-/// An open WebSocket (the 101 read; the caller closes the descriptor).
-func webSocket(_ port: Int) throws -> Int32 {
+/// An open WebSocket (the 101 read; the caller closes the descriptor), off the cooperative threads.
+func webSocket(_ port: Int) async throws -> Int32 {
+    try await NIOThreadPool.singleton.runIfActive { try blockingWebSocket(port) }
+}
+
+private func blockingWebSocket(_ port: Int) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -101,33 +112,33 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
 @Suite(.serialized) struct WebServerTests {
     @Test func servesThePageWithStrictHeaders() async throws {
         try await withServer { port, _, _ in
-            let page = try http(port, "GET", "/")
+            let page = try await http(port, "GET", "/")
             #expect(page.status == 200)
             #expect(page.headers["content-type"]?.hasPrefix("text/html") == true)
             #expect(page.headers["content-security-policy"]?.contains("script-src 'self'") == true)
             #expect(page.headers["x-frame-options"] == "DENY")
             #expect(page.body.contains(#"<script type="module" src="/app.js">"#))
-            let script = try http(port, "GET", "/app.js")
+            let script = try await http(port, "GET", "/app.js")
             #expect(script.status == 200 && script.headers["content-type"]?.hasPrefix("text/javascript") == true)
             let etag = try #require(script.headers["etag"])
-            #expect(try http(port, "GET", "/app.js", headers: ["If-None-Match": etag]).status == 304)
-            #expect(try http(port, "GET", "/device/kitchen").body == page.body, "the page's own routes get the page")
-            #expect(try http(port, "GET", "/nope").status == 404)
-            #expect(try http(port, "GET", "/", headers: ["Host": "evil.example:\(port)"]).status == 403, "DNS rebinding")
-            #expect(try http(port, "DELETE", "/").status == 405)
+            #expect(try await http(port, "GET", "/app.js", headers: ["If-None-Match": etag]).status == 304)
+            #expect(try await http(port, "GET", "/device/kitchen").body == page.body, "the page's own routes get the page")
+            #expect(try await http(port, "GET", "/nope").status == 404)
+            #expect(try await http(port, "GET", "/", headers: ["Host": "evil.example:\(port)"]).status == 403, "DNS rebinding")
+            #expect(try await http(port, "DELETE", "/").status == 405)
         }
     }
 
     @Test func healthAndMetrics() async throws {
         try await withServer { port, server, _ in
-            let down = try http(port, "GET", "/healthz")
+            let down = try await http(port, "GET", "/healthz")
             #expect(down.status == 503 && down.body.contains(#""healthy":false"#))
             server.metrics.mqttConnection(up: true)
             server.metrics.consumerTurned()
-            let up = try http(port, "GET", "/healthz")
+            let up = try await http(port, "GET", "/healthz")
             #expect(up.status == 200 && up.body.contains(#""mqtt_connected":true"#))
             server.metrics.commandAnswered(command: "play", code: "ok", latency: .milliseconds(1))
-            let metrics = try http(port, "GET", "/metrics")
+            let metrics = try await http(port, "GET", "/metrics")
             #expect(metrics.status == 200 && metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
             #expect(metrics.body.contains("\ncast2mqtt_commands_total{command=\"play\",code=\"ok\"} 1\n"))
         }
@@ -139,41 +150,41 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
             foreign["Origin"] = "http://evil.example"
             // A refused upgrade is answered 400 by the upgrader; without the upgrade headers the
             // same request says why.
-            #expect(try http(port, "GET", "/ws", headers: foreign).status == 400)
-            let refused = try http(port, "GET", "/ws", headers: ["Origin": "http://evil.example"])
+            #expect(try await http(port, "GET", "/ws", headers: foreign).status == 400)
+            let refused = try await http(port, "GET", "/ws", headers: ["Origin": "http://evil.example"])
             #expect(refused.status == 403 && refused.body.contains("cross-origin"))
             var same = upgrade
             same["Origin"] = "http://127.0.0.1:\(port)"
-            #expect(try http(port, "GET", "/ws", headers: same).status == 101)
-            #expect(try http(port, "GET", "/ws").status == 400, "not an upgrade")
+            #expect(try await http(port, "GET", "/ws", headers: same).status == 101)
+            #expect(try await http(port, "GET", "/ws").status == 400, "not an upgrade")
         }
     }
 
     @Test func aTokenGuardsEverythingButThePageFiles() async throws {
         try await withServer(token: "tok-123") { port, _, _ in
-            #expect(try http(port, "GET", "/").status == 200, "the files hold no data")
-            #expect(try http(port, "GET", "/metrics").status == 401)
-            #expect(try http(port, "GET", "/healthz").status == 401)
-            #expect(try http(port, "GET", "/metrics", headers: ["Authorization": "Bearer tok-123"]).status == 200)
-            #expect(try http(port, "GET", "/ws", headers: upgrade).status == 400)
-            #expect(try http(port, "GET", "/ws").status == 401)
-            #expect(try http(port, "GET", "/api/session").body.contains(#""authenticated":false"#))
-            let login = try http(port, "POST", "/api/login", headers: ["Content-Type": "application/json"], body: #"{"token":"tok-123"}"#)
+            #expect(try await http(port, "GET", "/").status == 200, "the files hold no data")
+            #expect(try await http(port, "GET", "/metrics").status == 401)
+            #expect(try await http(port, "GET", "/healthz").status == 401)
+            #expect(try await http(port, "GET", "/metrics", headers: ["Authorization": "Bearer tok-123"]).status == 200)
+            #expect(try await http(port, "GET", "/ws", headers: upgrade).status == 400)
+            #expect(try await http(port, "GET", "/ws").status == 401)
+            #expect(try await http(port, "GET", "/api/session").body.contains(#""authenticated":false"#))
+            let login = try await http(port, "POST", "/api/login", headers: ["Content-Type": "application/json"], body: #"{"token":"tok-123"}"#)
             #expect(login.status == 204)
             let cookie = try #require(login.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
-            #expect(try http(port, "GET", "/api/session", headers: ["Cookie": cookie]).body.contains(#""authenticated":true"#))
+            #expect(try await http(port, "GET", "/api/session", headers: ["Cookie": cookie]).body.contains(#""authenticated":true"#))
             var withCookie = upgrade
             withCookie["Cookie"] = cookie
-            #expect(try http(port, "GET", "/ws", headers: withCookie).status == 101)
+            #expect(try await http(port, "GET", "/ws", headers: withCookie).status == 101)
             for _ in 0..<LoginLimiter.attemptsPerWindow {
-                #expect(try http(port, "POST", "/api/login", body: #"{"token":"guess"}"#).status == 401)
+                #expect(try await http(port, "POST", "/api/login", body: #"{"token":"guess"}"#).status == 401)
             }
-            let limited = try http(port, "POST", "/api/login", body: #"{"token":"tok-123"}"#)
+            let limited = try await http(port, "POST", "/api/login", body: #"{"token":"tok-123"}"#)
             #expect(limited.status == 429 && limited.headers["retry-after"] != nil, "even the right token waits")
-            #expect(try http(port, "POST", "/api/login", headers: ["Origin": "http://evil.example"], body: "{}").status == 403)
+            #expect(try await http(port, "POST", "/api/login", headers: ["Origin": "http://evil.example"], body: "{}").status == 403)
         }
         try await withServer(token: "tok-123", metricsPublic: true) { port, _, _ in
-            let (metrics, health) = (try http(port, "GET", "/metrics"), try http(port, "GET", "/healthz"))
+            let (metrics, health) = (try await http(port, "GET", "/metrics"), try await http(port, "GET", "/healthz"))
             #expect(metrics.status == 200)
             #expect(health.status == 503)
         }
@@ -183,11 +194,11 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
         try await withServer(maxPages: 2) { port, server, _ in
             var open: [Int32] = []
             defer { for fd in open { close(fd) } }
-            for _ in 0..<2 { open.append(try webSocket(port)) }
+            for _ in 0..<2 { open.append(try await webSocket(port)) }
             let deadline = ContinuousClock.now + .seconds(10)
             while server.hub.clientCount < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             #expect(server.hub.clientCount == 2)
-            #expect(try http(port, "GET", "/ws", headers: upgrade).status == 400, "a third page is refused")
+            #expect(try await http(port, "GET", "/ws", headers: upgrade).status == 400, "a third page is refused")
         }
     }
 
@@ -199,7 +210,7 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
                                                         version: "test", configurationText: ""),
                                    hub: makeHub(), metrics: BridgeMetrics(), logger: logger, stats: { Array("{}".utf8) })
             await second.run(group: group)  // returns instead of serving
-            let first = try http(port, "GET", "/")
+            let first = try await http(port, "GET", "/")
             #expect(first.status == 200, "the first one still serves")
         }
     }

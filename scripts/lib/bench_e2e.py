@@ -10,6 +10,10 @@ Measured, per bridge, in one run:
   floor    MQTT publish -> subscriber (QoS 1), no bridge involved
   command  publish to <dev>/command/volume -> the simulated device has SET_VOLUME
   status   the device writes a MEDIA_STATUS with a new title -> a subscriber has the media doc
+  hops     the same two paths cold (inputs --cold-spacing-ms apart, so every thread on the path
+           has gone to sleep), end to end and inside the bridge process: from the packet that
+           carries the input to the packet that carries the output, from packet timestamps
+           (tcpdump on lo; scripts/lib/pcap_hops.py)
   scale    N devices: time from bridge start until every device is `online`, then idle RSS,
            threads and CPU (% of one core) over --idle-seconds
   burst    --burst volume commands round-robin over --burst-devices devices, published as fast
@@ -40,6 +44,8 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
+from pcap_hops import Capture, hop_times, other_port
+
 HOST = "127.0.0.1"
 RECEIVER_NS = "urn:x-cast:com.google.cast.receiver"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -67,7 +73,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
     def p(q: float) -> float:
         return v[min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))]
 
-    return {"n": len(v), "p50": p(0.50), "p90": p(0.90), "p99": p(0.99), "max": v[-1]}
+    return {"n": len(v), "p10": p(0.10), "p50": p(0.50), "p90": p(0.90), "p99": p(0.99), "max": v[-1]}
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -341,7 +347,7 @@ def json_or_none(payload: bytes) -> Any:
         return None
 
 
-def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int) -> list[float]:
+def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int, spacing: float = 0.0) -> list[float]:
     dev = sim.devices[0]
     responses: dict[Any, dict] = {}
 
@@ -355,6 +361,8 @@ def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int) -
     sim.http("DELETE", f"/devices/{dev['id']}/received")
     sent: list[int] = []
     for i in range(samples + warmup):
+        if spacing:
+            time.sleep(spacing)
         percent = 30 if i % 2 == 0 else 40
         t0 = now_ns()
         bridge.watch.client.publish(topic(bridge, dev, "command/volume"),
@@ -370,7 +378,7 @@ def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int) -
     return [(m["monotonic_ns"] - t0) / 1e6 for m, t0 in zip(got[warmup:], sent[warmup:])]
 
 
-def measure_status(bridge: Bridge, sim: Simulator, samples: int, warmup: int) -> list[float]:
+def measure_status(bridge: Bridge, sim: Simulator, samples: int, warmup: int, spacing: float = 0.0) -> list[float]:
     dev = sim.devices[1 % len(sim.devices)]
     responses: dict[Any, dict] = {}
     seen: dict[str, int] = {}
@@ -397,6 +405,8 @@ def measure_status(bridge: Bridge, sim: Simulator, samples: int, warmup: int) ->
     lat: list[float] = []
     run = f"{bridge.kind[:1]}{os.getpid()}-"
     for i in range(samples + warmup):
+        if spacing:
+            time.sleep(spacing)
         title = f"{run}{i}"
         written = sim.http("POST", f"/devices/{dev['id']}/bench", {"action": "media_title", "title": title})
         if not bridge.watch.wait_for(lambda: title in seen, 10):
@@ -405,6 +415,31 @@ def measure_status(bridge: Bridge, sim: Simulator, samples: int, warmup: int) ->
             lat.append((seen[title] - written["monotonic_ns"]) / 1e6)
     bridge.watch.clear_handlers()
     return lat
+
+
+def measure_hops(bridge: Bridge, sim: Simulator, mport: int, workdir: str, commands: int, statuses: int,
+                 spacing: float) -> dict[str, Any]:
+    """Cold command and status paths: end to end, and inside the bridge from packet timestamps."""
+    cmd_dev, st_dev = sim.devices[0], sim.devices[1 % len(sim.devices)]
+    cap = Capture([mport, cmd_dev["port"], st_dev["port"]], os.path.join(workdir, f"hops-{bridge.kind}.pcap"))
+    try:
+        command = measure_command(bridge, sim, commands, 5, spacing)
+        status = measure_status(bridge, sim, statuses, 5, spacing)
+    finally:
+        packets = cap.stop()
+    own = bridge.watch.client.socket()
+    exclude = {own.getsockname()[1]} if own is not None else set()
+    bport = other_port(packets, mport, exclude)
+    if bport is None:
+        raise BenchError(f"hops: no MQTT traffic of {bridge.kind} in the capture")
+    # Command: the broker's PUBLISH to the bridge -> the bridge's TLS record to the device.
+    cmd_hop = hop_times(packets, lambda p: p.sport == mport and p.dport == bport,
+                        lambda p: p.dport == cmd_dev["port"])
+    # Status: the device's TLS record to the bridge -> the bridge's first PUBLISH to the broker.
+    st_hop = hop_times(packets, lambda p: p.sport == st_dev["port"],
+                       lambda p: p.sport == bport and p.dport == mport, min_in=1, min_out=9)
+    return {"command_e2e": percentiles(command), "status_e2e": percentiles(status),
+            "command_hop": percentiles(cmd_hop), "status_hop": percentiles(st_hop)}
 
 
 def measure_idle(bridge: Bridge, settle: float, seconds: float) -> dict[str, float]:
@@ -510,8 +545,11 @@ def main() -> int:
     ap.add_argument("--settle-seconds", type=float, default=5)
     ap.add_argument("--burst", type=int, default=10000)
     ap.add_argument("--burst-devices", type=int, default=100)
-    ap.add_argument("--parts", default="floor,command,status,scale,burst",
-                    help="what to measure (comma-separated subset of floor,command,status,scale,burst)")
+    ap.add_argument("--parts", default="floor,command,status,hops,scale,burst",
+                    help="what to measure (comma-separated subset of floor,command,status,hops,scale,burst)")
+    ap.add_argument("--cold-commands", type=int, default=120, help="hops: commands, spaced --cold-spacing-ms apart")
+    ap.add_argument("--cold-statuses", type=int, default=80, help="hops: device statuses, spaced likewise")
+    ap.add_argument("--cold-spacing-ms", type=float, default=50)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--web-page", metavar="CHROMIUM", nargs="?", const="/usr/bin/chromium",
                     help="also measure cast2mqtt with its web page open in this headless chromium (scale rows)")
@@ -552,7 +590,7 @@ def main() -> int:
             print(f"    {results['floor']}")
 
         # Latency: a small fleet, one bridge at a time.
-        if parts & {"command", "status"}:
+        if parts & {"command", "status", "hops"}:
             sim = Simulator(args.sim, 4, workdir, "lat")
             procs_to_stop.append(sim)
             for kind in kinds:
@@ -565,6 +603,10 @@ def main() -> int:
                     if "status" in parts:
                         results[kind]["status"] = percentiles(measure_status(bridge, sim, args.samples, args.warmup))
                         print(f"    status  {results[kind]['status']}")
+                    if "hops" in parts:
+                        results[kind]["hops"] = measure_hops(bridge, sim, mport, workdir, args.cold_commands,
+                                                             args.cold_statuses, args.cold_spacing_ms / 1000)
+                        print(f"    cold    {results[kind]['hops']}")
                 finally:
                     bridge.stop()
             sim.stop()
@@ -612,6 +654,14 @@ def main() -> int:
     return status
 
 
+def fmt_cold(r: dict, hop: bool) -> str:
+    if not r or not r.get("n"):
+        return "-"
+    if hop:
+        return f"{r['p50']:.3f} / {r.get('p10', 0):.3f} / {r['p90']:.3f} (n {r['n']})"
+    return f"{r['p50']:.3f} / {r['p90']:.3f}"
+
+
 def print_table(results: dict[str, Any], kinds: list[str]) -> None:
     floor = results.get("floor", {})
     c = results.get("cast2mqtt", {})
@@ -627,6 +677,16 @@ def print_table(results: dict[str, Any], kinds: list[str]) -> None:
         a, b = c.get(key, {}), p.get(key, {})
         rows.append((label, fmt_lat(floor), fmt_lat(b) if peer else "", fmt_lat(a),
                      f"{ratio(a.get('p50'), b.get('p50'))} / {ratio(a.get('p99'), b.get('p99'))}" if peer else ""))
+    for key, label in (("command_e2e", "cold command (inputs 50 ms apart): publish -> device, p50 / p90 ms"),
+                       ("command_hop", "cold command inside the bridge: MQTT packet in -> Cast packet out, p50 / p10 / p90 ms"),
+                       ("status_e2e", "cold status: device writes -> subscriber has media, p50 / p90 ms"),
+                       ("status_hop", "cold status inside the bridge: Cast packet in -> first MQTT packet out, p50 / p10 / p90 ms")):
+        a, b = c.get("hops", {}).get(key, {}), p.get("hops", {}).get(key, {})
+        if not a and not b:
+            continue
+        hop = key.endswith("_hop")
+        rows.append((label, "", fmt_cold(b, hop) if peer else "", fmt_cold(a, hop),
+                     ratio(a.get("p50"), b.get("p50")) if peer else ""))
     for key in sorted((k for k in {**c, **p} if k.startswith("scale")), key=lambda k: int(k[5:])):
         a, b = c.get(key, {}), p.get(key, {})
 
