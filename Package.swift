@@ -264,7 +264,8 @@ let package = Package(
         // The daemon's own glue: error mapping, adapters.
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["cast2mqtt", "Bridge", "CastClient", "CastProtocol", "Discovery"],
+            dependencies: ["cast2mqtt", "Bridge", "CastClient", "CastProtocol", "Discovery",
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: strict
         ),
         // The web page's hub, authentication, metrics and the `web` configuration section.

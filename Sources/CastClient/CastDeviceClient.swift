@@ -64,8 +64,12 @@ public final class CastDeviceClient: Sendable {
     /// Closes the virtual connections politely and the socket; pending requests fail with
     /// `shuttingDown`; the event stream finishes. No reconnect afterwards.
     public func shutdown() async {
-        let closed = eventLoop.flatSubmit { self.box.value.shutdown() }
-        _ = try? await closed.get()
+        _ = try? await close().get()
+    }
+
+    /// `shutdown()` as a future: completes when the connection is closed.
+    public func close() -> EventLoopFuture<Void> {
+        eventLoop.flatSubmit { self.box.value.shutdown() }
     }
 
     /// The device was seen at `address` (mDNS): reconnect now if it moved or while waiting.

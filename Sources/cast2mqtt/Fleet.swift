@@ -6,21 +6,30 @@ import Logging
 import NIOCore
 import NIOSSL
 
-/// The Cast clients of the known devices, owned by the consumer task. A device found by
-/// discovery gets a client on one loop of the shared group; a move updates its address (which
-/// reconnects at once); a removal shuts it down. A client's events go from its event loop
-/// straight into the daemon's input queue (no task per device); all clients share one TLS
-/// context.
+/// The Cast clients of the known devices, owned by the consumer (on the core loop). A device
+/// found by discovery gets a client on an event loop: the first `onCoreLoop` devices on the core
+/// loop itself (their statuses reach the core, and its commands reach them, without a thread
+/// hop), the rest spread over every loop of the group (the TLS and framing work of a large fleet
+/// uses every core). A move updates its address (which reconnects at once); a removal closes it.
+/// A client's events go from its event loop straight into the daemon's input queue (no task per
+/// device); all clients share one TLS context.
 struct Fleet {
+    /// Devices that share the core's event loop.
+    static let onCoreLoop = 64
+
     private let group: any EventLoopGroup
+    private let coreLoop: any EventLoop
+    private var placed = 0
     private let cast: CastConnectionConfiguration
     private let logger: Logger
     private let inputs: InputQueue
     private let tls: NIOSSLContext
     private var clients: [DeviceID: CastDeviceClient] = [:]
 
-    init(group: any EventLoopGroup, cast: CastConnectionConfiguration, logger: Logger, inputs: InputQueue) throws {
+    init(group: any EventLoopGroup, coreLoop: any EventLoop, cast: CastConnectionConfiguration, logger: Logger,
+         inputs: InputQueue) throws {
         self.group = group
+        self.coreLoop = coreLoop
         self.cast = cast
         self.logger = logger
         self.inputs = inputs
@@ -67,7 +76,7 @@ struct Fleet {
             let id = record.id
             let inputs = self.inputs
             let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
-                                              configuration: cast, isGroup: record.castType == .group, eventLoop: group.next(),
+                                              configuration: cast, isGroup: record.castType == .group, eventLoop: nextLoop(),
                                               logger: deviceLogger, sslContext: tls) { event in
                 inputs.push(.bridge(Fleet.translate(event, device: id)))
             }
@@ -85,20 +94,21 @@ struct Fleet {
         }
     }
 
-    /// A device the bridge forgot (excluded, or `bridge/request/remove`): its client is closed
-    /// politely in a child task; an mDNS announcement later starts a new one.
-    mutating func drop(_ id: DeviceID, tasks: inout DiscardingTaskGroup) {
-        guard let client = clients.removeValue(forKey: id) else { return }
-        tasks.addTask { await client.shutdown() }
+    /// The loop for the next device.
+    private mutating func nextLoop() -> any EventLoop {
+        placed += 1
+        return placed <= Self.onCoreLoop ? coreLoop : group.next()
     }
 
-    /// Closes every device politely (CLOSE on each virtual connection).
-    mutating func shutdown() async {
-        await withTaskGroup(of: Void.self) { group in
-            for (_, client) in clients {
-                group.addTask { await client.shutdown() }
-            }
-        }
-        clients.removeAll()
+    /// A device the bridge forgot (excluded, or `bridge/request/remove`): its client is closed
+    /// politely (the future completes when it is); an mDNS announcement later starts a new one.
+    mutating func drop(_ id: DeviceID) -> EventLoopFuture<Void>? {
+        clients.removeValue(forKey: id)?.close()
+    }
+
+    /// Every client, handed over to be closed (shutdown).
+    mutating func takeAll() -> [CastDeviceClient] {
+        defer { clients.removeAll() }
+        return Array(clients.values)
     }
 }

@@ -13,8 +13,11 @@ enum RuntimeInput: Sendable {
 }
 
 /// The daemon's one input queue: many producers (the MQTT thread, discovery, the devices' event
-/// loops, operation tasks, the ticker), one consumer. Pushing never blocks a producer, and what
-/// it holds is bounded by policy rather than by dropping blindly:
+/// loops, operation completions, the ticker, the web page), one consumer on an event loop (the
+/// core's, which most devices share). Pushing never blocks a producer: the first input that finds
+/// the consumer idle schedules it on its loop (`consume(on:)`); from a device on that same loop
+/// that is no thread hop at all. What it holds is bounded by policy rather than by dropping
+/// blindly:
 ///
 /// - Inputs of one device keep their order, by construction. A device snapshot may replace an
 ///   older unprocessed snapshot of the same device, connection generation and link state once
@@ -31,8 +34,7 @@ enum RuntimeInput: Sendable {
 ///   something else (operations in flight, devices).
 ///
 /// Drops and coalescings are counted (`health_check`) and logged once per burst.
-final class InputQueue: AsyncSequence, Sendable {
-    typealias Element = RuntimeInput
+final class InputQueue: Sendable {
 
     struct Counters: Sendable, Equatable {
         var coalescedStatuses = 0
@@ -56,7 +58,10 @@ final class InputQueue: AsyncSequence, Sendable {
         var lastOf: [DeviceID: Int] = [:]
         var snapshotOf: [DeviceID: (seq: Int, generation: Int, link: DeviceSnapshot.Link)] = [:]
         var tickQueued = false
-        var waiter: CheckedContinuation<RuntimeInput?, Never>?
+        /// Schedules the consumer on its loop; nil until `consume(on:)`.
+        var schedule: (@Sendable () -> Void)?
+        /// The consumer is scheduled or running: pushes need not schedule it again.
+        var scheduled = false
         var finished = false
         var counters = Counters()
         var count: Int { items.count - head }
@@ -81,13 +86,8 @@ final class InputQueue: AsyncSequence, Sendable {
     /// Adds an input (from any thread); never blocks.
     func push(_ input: RuntimeInput) {
         var burstBegan: Int?
-        let waiter: CheckedContinuation<RuntimeInput?, Never>? = state.withLockedValue { s in
+        let wake: (@Sendable () -> Void)? = state.withLockedValue { s in
             guard !s.finished else { return nil }
-            if let waiter = s.waiter {
-                s.waiter = nil
-                if case .bridge(.tick) = input { s.tickQueued = false }
-                return waiter
-            }
             var item = input
             switch input {
             case .bridge(.tick):
@@ -130,33 +130,55 @@ final class InputQueue: AsyncSequence, Sendable {
                 if case .bridge(.device(_, let snapshot)) = item { s.snapshotOf[id] = (seq, snapshot.generation, snapshot.link) }
             }
             s.items.append(item)
-            return nil
+            return Self.wakeConsumer(&s)
         }
-        if let waiter { waiter.resume(returning: input) }
+        wake?()
         if let burstBegan { onBurst(burstBegan) }
     }
 
-    /// Ends the queue: the consumer gets what is queued, then nil; later pushes are ignored.
-    func finish() {
-        let waiter: CheckedContinuation<RuntimeInput?, Never>? = state.withLockedValue { s in
-            s.finished = true
-            defer { s.waiter = nil }
-            return s.waiter
-        }
-        waiter?.resume(returning: nil)
+    /// The consumer's scheduling closure, when it is idle (and marks it scheduled).
+    private static func wakeConsumer(_ s: inout State) -> (@Sendable () -> Void)? {
+        guard !s.scheduled, let schedule = s.schedule else { return nil }
+        s.scheduled = true
+        return schedule
     }
 
-    /// The next input (single consumer).
-    func next() async -> RuntimeInput? {
-        if let ready = state.withLockedValue({ Self.pop(&$0) }) { return ready }
-        return await withCheckedContinuation { continuation in
-            let immediate: RuntimeInput?? = state.withLockedValue { s in
-                if let ready = Self.pop(&s) { return .some(ready) }
-                if s.finished { return .some(nil) }
-                s.waiter = continuation
-                return nil
-            }
-            if let immediate { continuation.resume(returning: immediate) }
+    /// Ends the queue: the consumer gets what is queued, then `.finished`; later pushes are ignored.
+    func finish() {
+        let wake = state.withLockedValue { s -> (@Sendable () -> Void)? in
+            s.finished = true
+            return Self.wakeConsumer(&s)
+        }
+        wake?()
+    }
+
+    /// Runs the consumer on `loop`: `schedule` must hand `drain` to that loop (`loop.execute`).
+    /// It is called (outside the lock) whenever an input arrives while the consumer is idle, so
+    /// an input that finds it asleep wakes it once, and inputs that arrive while it runs are taken
+    /// in the same turn.
+    func consume(schedule: @escaping @Sendable () -> Void) {
+        let wake = state.withLockedValue { s -> (@Sendable () -> Void)? in
+            s.schedule = schedule
+            return s.count > 0 || s.finished ? Self.wakeConsumer(&s) : nil
+        }
+        wake?()
+    }
+
+    enum Next: Sendable {
+        case input(RuntimeInput)
+        /// Nothing waits: the consumer is idle now (the next push schedules it again).
+        case idle
+        /// `finish()` was called and everything queued before was taken.
+        case finished
+    }
+
+    /// The next input for the consumer (single consumer, on its loop).
+    func next() -> Next {
+        state.withLockedValue { s in
+            if let input = Self.pop(&s) { return .input(input) }
+            if s.finished { return .finished }
+            s.scheduled = false
+            return .idle
         }
     }
 
@@ -191,10 +213,4 @@ final class InputQueue: AsyncSequence, Sendable {
         }
     }
 
-    struct AsyncIterator: AsyncIteratorProtocol {
-        let queue: InputQueue
-        mutating func next() async -> RuntimeInput? { await queue.next() }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: self) }
 }

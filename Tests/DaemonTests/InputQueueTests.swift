@@ -1,5 +1,6 @@
 import Bridge
 import CastProtocol
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import cast2mqtt
@@ -16,7 +17,7 @@ import Testing
 
     func drain(_ q: InputQueue) async -> [RuntimeInput] {
         var out: [RuntimeInput] = []
-        while q.count > 0, let next = await q.next() { out.append(next) }
+        while case .input(let next) = q.next() { out.append(next) }
         return out
     }
 
@@ -119,17 +120,26 @@ import Testing
         #expect(q.counters.droppedAppMessages == 10 - appMessages)
     }
 
-    @Test func aWaitingConsumerIsWokenAndFinishEnds() async {
+    /// The consumer is scheduled once when an input finds it idle, not once per input; after it
+    /// has taken everything it is idle again; `finish` wakes it for the end.
+    @Test func theConsumerIsScheduledWhenAnInputFindsItIdle() async {
         let q = InputQueue()
-        async let first = q.next()
-        try? await Task.sleep(for: .milliseconds(50))
+        let wakes = NIOLockedValueBox(0)
         q.push(.bridge(.tick))
-        if case .bridge(.tick)? = await first {} else { Issue.record("expected the tick") }
-        async let end = q.next()
-        try? await Task.sleep(for: .milliseconds(50))
+        q.consume { wakes.withLockedValue { $0 += 1 } }
+        #expect(wakes.withLockedValue { $0 } == 1, "what waited before it was set up schedules it")
+        q.push(.bridge(.device("a", snapshot(0.1))))
+        q.push(.bridge(.device("b", snapshot(0.2))))
+        #expect(wakes.withLockedValue { $0 } == 1, "scheduled already: no second wake")
+        #expect(await drain(q).count == 3)
+        guard case .idle = q.next() else { Issue.record("expected idle"); return }
+        q.push(.bridge(.device("a", snapshot(0.3))))
+        #expect(wakes.withLockedValue { $0 } == 2, "idle again: the next input wakes it")
+        _ = await drain(q)
         q.finish()
-        #expect(await end == nil)
+        #expect(wakes.withLockedValue { $0 } == 3, "finish wakes it for the end")
+        guard case .finished = q.next() else { Issue.record("expected the end"); return }
         q.push(.bridge(.tick))
-        #expect(q.count == 0)
+        #expect(q.count == 0, "nothing is taken after the end")
     }
 }

@@ -1,0 +1,183 @@
+import Bridge
+import CastClient
+import CastProtocol
+import Foundation
+import Logging
+import MQTT
+import NIOCore
+
+/// The consumer: everything the core's event loop owns — the core, the Cast clients (`Fleet`),
+/// the state files' pacing, the systemd watchdog. It takes every input from the `InputQueue` in
+/// order, on that loop only (a `NIOLoopBoundBox` holds it), so per-device state needs no locks;
+/// it publishes what the core returns (written to the broker at once when the MQTT thread is
+/// idle) and hands its operations to the devices' clients — most of them on this same loop, so a
+/// command's Cast message is written in the same turn that took the command, and a device's
+/// status reaches the core in the turn that read it.
+final class Consumer {
+    let runtime: BridgeRuntime
+    let loop: any EventLoop
+    let mqtt: MosquittoClient
+    let notifier: SystemdNotifier
+    let sessions: SessionFile
+    let published: PublishedFile
+    var core: BridgeCore
+    var fleet: Fleet
+    var watchdog: WatchdogPacer
+    var ready = false
+    /// False while the broker is away: retained state is not handed to libmosquitto to queue
+    /// then (the reconnect republishes the current state anyway).
+    var mqttUp = false
+    var skippedWhileDown = 0
+    var sessionsPacer = SavePacer()
+    var publishedPacer = SavePacer()
+    /// The polite closes of clients the core forgot and not done yet, awaited at shutdown.
+    var closing: [Int: EventLoopFuture<Void>] = [:]
+    var nextClose = 0
+    /// Completed when the queue has ended and everything in it was taken.
+    let finished: EventLoopPromise<Void>
+    let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
+
+    init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
+         fleet: Fleet, sessions: SessionFile, published: PublishedFile) {
+        self.runtime = runtime
+        self.loop = loop
+        self.mqtt = mqtt
+        self.notifier = notifier
+        self.core = core
+        self.fleet = fleet
+        self.sessions = sessions
+        self.published = published
+        self.watchdog = WatchdogPacer(notifier: notifier)
+        self.finished = loop.makePromise(of: Void.self)
+    }
+
+    var logger: Logger { runtime.logger }
+
+    /// Inputs taken in one turn before the loop gets back to its sockets.
+    static let inputsPerTurn = 256
+
+    /// Takes what waits (scheduled by the queue on this loop when an input finds it idle).
+    func drain() {
+        loop.assertInEventLoop()
+        for _ in 0..<Self.inputsPerTurn {
+            switch runtime.inputs.next() {
+            case .input(let input): take(input)
+            case .idle: return
+            case .finished:
+                finished.succeed()
+                return
+            }
+        }
+        // More waits: the rest in the next turn, after the loop's I/O.
+        loop.assumeIsolated().execute { self.drain() }
+    }
+
+    func take(_ next: RuntimeInput) {
+        defer { watchdog.pingIfDue() }
+        runtime.observers.turned()
+        let bridgeInput: BridgeInput
+        switch next {
+        case .discovery(let event):
+            guard let translated = fleet.apply(event) else { return }
+            bridgeInput = translated
+        case .mqttDisconnected:
+            mqttUp = false
+            return
+        case .bridge(.mqttMessage(let topic, let payload, _, _))
+            where testHooks && topic == "\(core.topics.base)/bridge/request/debug_stall":
+            // Tests only: block this loop as a wedge would (the watchdog pings must stop).
+            let seconds = Double(String(decoding: payload.prefix(8), as: UTF8.self)) ?? 5
+            logger.warning("test hook: stalling the consumer loop", metadata: ["seconds": "\(seconds)"])
+            usleep(UInt32(Duration.seconds(clamping: min(seconds, 60)).clampedNanoseconds / 1000))
+            return
+        case .bridge(let value):
+            bridgeInput = value
+        }
+        if case .mqttConnected = bridgeInput { mqttConnected() }
+        if case .bridge(.tick) = next {
+            core.inputOverload = runtime.overloadCounts
+            runtime.observers.tick(core.gauges)
+        }
+        let now = Date()
+        let output = core.handle(bridgeInput, now: now)
+        runtime.observers.applied(output, now: now)
+        for line in output.logs { logger.info("\(line)") }
+        for line in output.debugLogs { logger.debug("\(line)") }
+        for publication in output.publications { publish(publication) }
+        for operation in output.operations { start(operation) }
+        for id in output.forgotten {
+            guard let close = fleet.drop(id) else { continue }
+            nextClose += 1
+            let key = nextClose
+            closing[key] = close
+            close.hop(to: loop).assumeIsolated().whenComplete { [self] _ in closing.removeValue(forKey: key) }
+        }
+        if output.sessionsChanged { sessionsPacer.changed() }
+        if output.publishedChanged { publishedPacer.changed() }
+        saveState()
+    }
+
+    private func mqttConnected() {
+        mqttUp = true
+        if skippedWhileDown > 0 {
+            logger.info("broker back; republishing the current state", metadata: ["mqtt.skipped_while_down": "\(skippedWhileDown)"])
+            skippedWhileDown = 0
+        }
+        if !ready {
+            ready = true
+            notifier.notify("READY=1")
+        }
+    }
+
+    /// Writes the state files that changed, paced (`SavePacer`); `force` at shutdown.
+    func saveState(force: Bool = false) {
+        let now = ContinuousClock.now
+        if sessionsPacer.take(now: now, force: force) { sessions.save(core.sessionSnapshot()) }
+        if publishedPacer.take(now: now, force: force) { published.save(core.publishedSnapshot) }
+    }
+
+    /// Hands an operation to its device's client; its completion comes back through the queue,
+    /// exactly once.
+    func start(_ operation: CastOperation) {
+        let inputs = runtime.inputs
+        let (device, token) = (operation.deviceID, operation.token)
+        guard let client = fleet.client(device) else {
+            inputs.push(.bridge(.operationCompleted(device, token, .failure(BridgeError(.unknownDevice, "the device is not known")))))
+            return
+        }
+        let (observers, kind, started) = (runtime.observers, operation.kind, ContinuousClock.now)
+        OperationDispatch.dispatch(operation, to: client) { result in
+            observers.castRequest(kind, started: started, ok: (try? result.get()) != nil)
+            inputs.push(.bridge(.operationCompleted(device, token, result)))
+        }
+    }
+
+    func publish(_ p: Publication) {
+        runtime.observers.tee(p)
+        // A clear (empty retained payload) is always handed over: the core has already
+        // forgotten the topic and would not republish it.
+        if !mqttUp, p.retain, !p.payload.isEmpty {
+            skippedWhileDown += 1
+            return
+        }
+        let message = MQTTMessage(topic: p.topic, payload: p.payload, qos: Adapt.qos(p.qos ?? runtime.configuration.mqtt.qos),
+                                  retain: p.retain, correlationData: p.correlationData)
+        do {
+            try mqtt.publish(message)
+            runtime.observers.sent(p)
+        } catch {
+            logger.warning("publish failed", metadata: ["mqtt.topic": "\(p.topic)", "mqtt.error": "\(error)"])
+        }
+    }
+
+    /// SIGTERM: every waiting command is answered, every device goes `offline`, the state files
+    /// are written. Returns the clients to close and the closes under way.
+    func shutDown() -> (clients: [CastDeviceClient], closing: [EventLoopFuture<Void>]) {
+        let final = core.shutdown(now: Date())
+        for publication in final.publications where publication.topic != core.lastWill.topic { publish(publication) }
+        if final.sessionsChanged { sessionsPacer.changed() }
+        if final.publishedChanged { publishedPacer.changed() }
+        saveState(force: true)
+        return (fleet.takeAll(), Array(closing.values))
+    }
+}
