@@ -282,7 +282,8 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeTests",
-            dependencies: ["Bridge", "CastProtocol"],
+            // CastSimulator only for its seeded random numbers.
+            dependencies: ["Bridge", "CastProtocol", "CastSimulator"],
             swiftSettings: strict
         ),
     ],

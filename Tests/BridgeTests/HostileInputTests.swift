@@ -1,4 +1,5 @@
 import CastProtocol
+import CastSimulator
 import Foundation
 import Testing
 
@@ -100,5 +101,25 @@ import Testing
         let small = h.publish("cast2mqtt/living_room_tv/command/volume", "20")
         #expect(small.publications.isEmpty)
         #expect(h.core.scheduler.hold.count == 1)
+    }
+}
+
+/// The nesting look before decoding says what the decoded value's depth says, for any JSON.
+@Suite struct NestingScanTests {
+    @Test func agreesWithTheDecodedDepth() {
+        var random = SeededRandom(seed: 11)
+        func value(_ depth: Int) -> String {
+            guard depth > 0 else { return ["1", "\"[{\\\"}\"", "null", "\"\\\\\""][Int(random.next() % 4)] }
+            // A chain with a few shallow siblings: deep, and small.
+            let inner = (0..<Int(random.next() % 3)).map { _ in value(Int(random.next() % UInt64(min(depth, 3)))) }
+            if random.next() % 2 == 0 { return "[" + (inner + [value(depth - 1)]).joined(separator: ",") + "]" }
+            return "{" + (inner + [value(depth - 1)]).enumerated().map { "\"k\($0.offset)\":\($0.element)" }.joined(separator: ",") + "}"
+        }
+        for _ in 0..<400 {
+            let text = value(Int(random.next() % 40))
+            let bytes = Array(text.utf8)
+            guard let decoded = JSONOutput.parse(bytes) else { Issue.record("not JSON: \(text.prefix(80))"); continue }
+            #expect(JSONOutput.nestsDeeper(bytes, than: 32) == (decoded.depth > 32), "\(text.prefix(80))")
+        }
     }
 }

@@ -69,14 +69,17 @@ public struct CommandParser: Sendable {
         }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.hasPrefix("{") else { return .success(.short(trimmed)) }
-        guard let value = JSONOutput.parse(Array(trimmed.utf8)), case .object(let dict) = value else {
-            return .failure(ParseFailure(error: .invalid("the payload starts with { but is not a valid JSON object"), id: nil))
-        }
-        // The device echoes what we send inside its own status, a few levels deeper; past its
-        // decoder's limit the answer could not be read and the command would end in `timeout`.
-        if value.depth > Self.maxJSONDepth {
+        let json = Array(trimmed.utf8)
+        // Refused before it is decoded (a deep payload costs a decoder time, on the loop the
+        // devices share). The device also echoes what we send inside its own status, a few levels
+        // deeper: past its decoder's limit the answer could not be read and the command would end
+        // in `timeout`.
+        if JSONOutput.nestsDeeper(json, than: Self.maxJSONDepth) {
             return .failure(ParseFailure(error: .invalid(
                 "the JSON nests more than \(Self.maxJSONDepth) levels deep; flatten custom_data or data"), id: nil))
+        }
+        guard let value = JSONOutput.parse(json), case .object(let dict) = value else {
+            return .failure(ParseFailure(error: .invalid("the payload starts with { but is not a valid JSON object"), id: nil))
         }
         return .success(.json(dict))
     }

@@ -16,6 +16,29 @@ enum JSONOutput {
     static func parse(_ bytes: [UInt8]) -> JSONValue? {
         try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
+
+    /// True when arrays and objects in `bytes` nest deeper than `limit` (strings and their escapes
+    /// are skipped): a cheap look before a decoder spends time on a hostile payload.
+    static func nestsDeeper(_ bytes: [UInt8], than limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return false
+    }
 }
 
 /// `2026-11-22T10:15:30.123Z`, computed without locale-dependent formatters.
