@@ -72,13 +72,6 @@ extension JSONValue {
     static func flag(_ b: Bool?) -> JSONValue { b.map(JSONValue.bool) ?? .null }
     static func time(_ d: Date?) -> JSONValue { d.map { .string(iso8601($0)) } ?? .null }
 
-    /// A copy without the given top-level keys (used to compare content without timestamps).
-    func removing(_ keys: Set<String>) -> JSONValue {
-        guard case .object(var o) = self else { return self }
-        for k in keys { o.removeValue(forKey: k) }
-        return .object(o)
-    }
-
     /// Recursively converts snake_case object keys to camelCase (user JSON -> Cast shape).
     func camelCased() -> JSONValue {
         switch self {

@@ -6,9 +6,10 @@ import Foundation
 /// (`state_dir/published.json`, so a device gone after a restart is cleared), and the pacing of
 /// `bridge/info` and `bridge/devices`. Owns that state; nothing else writes retained topics.
 struct RetainedPublisher: Sendable {
-    /// Retained topics as last published: content without timestamps (for change detection) and
-    /// the full payload (for republishing after a broker reconnect).
-    private var retained: [String: (content: [UInt8], payload: [UInt8])] = [:]
+    /// Retained topics as last published: a hash of the content without timestamps (change
+    /// detection without encoding the document: most statuses change one document of a device,
+    /// not all of them) and the payload as sent (for republishing after a broker reconnect).
+    private var retained: [String: (content: Int, payload: [UInt8])] = [:]
     /// What is retained per device, and the devices gone since the last run.
     var published = PublishedSnapshot()
     var goneAtStart: [DeviceID] = []
@@ -20,20 +21,20 @@ struct RetainedPublisher: Sendable {
     /// With `media.position_interval`: when each playing device's position was last republished.
     private var lastPositionPublish: [DeviceID: Date] = [:]
 
-    /// Publishes a retained JSON document when its content (without `ignoring`) changed,
-    /// adding `updated_at: stamp` when given. True when it published.
+    /// Publishes a retained JSON document when its content changed, adding `updated_at: stamp`
+    /// when given (a timestamp is not content). True when it published. The document is encoded
+    /// once, and only when it is published.
     @discardableResult
-    mutating func publish(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, ignoring: Set<String> = [],
-                          force: Bool = false, _ out: inout BridgeOutput) -> Bool {
-        let content = JSONOutput.bytes(ignoring.isEmpty ? doc : doc.removing(ignoring))
+    mutating func publish(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, force: Bool = false,
+                          _ out: inout BridgeOutput) -> Bool {
+        let content = doc.hashValue
         if !force, retained[topic]?.content == content { return false }
-        var payload = content
+        var sent = doc
         if let stamp, case .object(var o) = doc {
             o["updated_at"] = .time(stamp)
-            payload = JSONOutput.bytes(.object(o))
-        } else if !ignoring.isEmpty {
-            payload = JSONOutput.bytes(doc)
+            sent = .object(o)
         }
+        let payload = JSONOutput.bytes(sent)
         retained[topic] = (content, payload)
         out.publish(Publication(topic: topic, payload: payload, retain: true))
         return true
@@ -41,14 +42,15 @@ struct RetainedPublisher: Sendable {
 
     mutating func publishText(_ topic: String, _ text: String, _ out: inout BridgeOutput) {
         let bytes = Array(text.utf8)
-        if retained[topic]?.content == bytes { return }
-        retained[topic] = (bytes, bytes)
+        let content = bytes.hashValue
+        if retained[topic]?.content == content { return }
+        retained[topic] = (content, bytes)
         out.publish(Publication(topic: topic, payload: bytes, retain: true))
     }
 
     /// Records `text` as published on `topic` (the caller published it itself).
     mutating func record(_ topic: String, text: String) {
-        retained[topic] = (Array(text.utf8), Array(text.utf8))
+        retained[topic] = (Array(text.utf8).hashValue, Array(text.utf8))
     }
 
     /// Clears a retained topic (empty retained payload).
