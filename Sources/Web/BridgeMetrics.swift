@@ -36,8 +36,11 @@ public final class BridgeMetrics: Sendable {
 
     /// Latency buckets, seconds: a command through a LAN device takes milliseconds; a load or
     /// a timeout takes seconds.
-    static let durationBuckets: [Duration] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-        .map { Duration.nanoseconds(Int64($0 * 1e9)) }
+    static let durationBuckets: [Duration] = [
+        .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+        .seconds(10), .seconds(30),
+    ]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), version: String = "") {
         self.registry = registry

@@ -153,7 +153,7 @@ struct CastSim: AsyncParsableCommand {
             launchLatency: .milliseconds(Int64(max(0, launchLatencyMs))),
             stopLatency: .milliseconds(Int64(max(0, stopLatencyMs))),
             replyLatency: .milliseconds(Int64(max(0, replyLatencyMs))),
-            heartbeatInterval: heartbeatInterval > 0 ? .nanoseconds(Int64(heartbeatInterval * 1e9)) : nil,
+            heartbeatInterval: heartbeatInterval > 0 ? TimeAmount.nanoseconds(Duration.seconds(clamping: heartbeatInterval).clampedNanoseconds) : nil,
             idleScreen: !noIdleScreen, supportedMediaCommands: supportedMediaCommands, clock: clock,
             tickInterval: .milliseconds(Int64(min(max(1, mediaTickMs), 60_000))))
         var configurations = try devices.enumerated().map { index, spec -> SimulatedDeviceConfiguration in
