@@ -11,16 +11,16 @@ struct BenchTests {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
             #expect(await device.broadcastMediaTitle("nothing plays") == nil)
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            _ = try await MediaTests.loaded(client)
-            let before = NIODeadline.now().uptimeNanoseconds
-            let written = try #require(await device.broadcastMediaTitle("Bench 1"))
-            #expect(written >= before && written <= NIODeadline.now().uptimeNanoseconds)
-            let status = await client.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
-                $0.firstStatus?["media"]?["metadata"]?["title"]?.stringValue == "Bench 1"
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                _ = try await MediaTests.loaded(client)
+                let before = NIODeadline.now().uptimeNanoseconds
+                let written = try #require(await device.broadcastMediaTitle("Bench 1"))
+                #expect(written >= before && written <= NIODeadline.now().uptimeNanoseconds)
+                let status = await client.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
+                    $0.firstStatus?["media"]?["metadata"]?["title"]?.stringValue == "Bench 1"
+                }
+                #expect(status?.firstStatus?["playerState"]?.stringValue == "PLAYING")
             }
-            #expect(status?.firstStatus?["playerState"]?.stringValue == "PLAYING")
         }
     }
 
@@ -28,13 +28,13 @@ struct BenchTests {
     func recordedMonotonic() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            let before = NIODeadline.now().uptimeNanoseconds
-            _ = try await client.launch("CC1AD845", requestId: 1)
-            let launch = try #require(device.received(namespace: CastNamespace.receiver, type: "LAUNCH").first)
-            #expect(launch.monotonicNanoseconds >= before)
-            #expect(launch.monotonicNanoseconds <= NIODeadline.now().uptimeNanoseconds)
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                let before = NIODeadline.now().uptimeNanoseconds
+                _ = try await client.launch("CC1AD845", requestId: 1)
+                let launch = try #require(device.received(namespace: CastNamespace.receiver, type: "LAUNCH").first)
+                #expect(launch.monotonicNanoseconds >= before)
+                #expect(launch.monotonicNanoseconds <= NIODeadline.now().uptimeNanoseconds)
+            }
         }
     }
 }

@@ -13,42 +13,42 @@ struct FaultTests {
             try await client.connectAndSync()
             await sim.devices[0].dropConnections()
             #expect(await waitUntil(timeout: .seconds(3)) { client.isClosed })
-            let again = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            defer { Task { await again.close() } }
-            try await again.connect(to: CastEndpoint.receiver)
-            try await again.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
-            #expect(await again.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 1) != nil)
+            try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { again in
+                try await again.connect(to: CastEndpoint.receiver)
+                try await again.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
+                #expect(await again.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 1) != nil)
+            }
         }
     }
 
     @Test("silence stops answers and pings but keeps the socket; resume answers again")
     func silence() async throws {
         try await withSimulator([testDevice("TV", heartbeat: .milliseconds(50))]) { sim in
-            let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            defer { Task { await client.close() } }
-            try await client.connect(to: CastEndpoint.receiver)
-            // A round trip first, so the CONNECT is processed before the silence begins.
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":100}"#)
-            #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 100) != nil)
-            await sim.devices[0].silence()
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
-            try await client.send(CastNamespace.heartbeat, to: CastEndpoint.receiver, HeartbeatMessage.ping.json())
-            // A PING the device wrote just before the silence may still be on its way on a loaded
-            // machine, so what is checked is what silence means: no answer to either message, and
-            // the device's own PINGs (every 50 ms) have stopped.
-            try await Task.sleep(for: .milliseconds(300))
-            let settled = client.messages.count
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(client.messages.count == settled, "the device kept sending while silenced")
-            let answers = client.messages.filter { message in
-                let header = CastPayloadHeader.parse(message.payload)
-                return header?.type == "PONG" || (header?.type == "RECEIVER_STATUS" && header?.requestId == 1)
+            try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { client in
+                try await client.connect(to: CastEndpoint.receiver)
+                // A round trip first, so the CONNECT is processed before the silence begins.
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":100}"#)
+                #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 100) != nil)
+                await sim.devices[0].silence()
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
+                try await client.send(CastNamespace.heartbeat, to: CastEndpoint.receiver, HeartbeatMessage.ping.json())
+                // A PING the device wrote just before the silence may still be on its way on a loaded
+                // machine, so what is checked is what silence means: no answer to either message, and
+                // the device's own PINGs (every 50 ms) have stopped.
+                try await Task.sleep(for: .milliseconds(300))
+                let settled = client.messages.count
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(client.messages.count == settled, "the device kept sending while silenced")
+                let answers = client.messages.filter { message in
+                    let header = CastPayloadHeader.parse(message.payload)
+                    return header?.type == "PONG" || (header?.type == "RECEIVER_STATUS" && header?.requestId == 1)
+                }
+                #expect(answers.isEmpty, "answered while silenced: \(answers)")
+                #expect(!client.isClosed)
+                await sim.devices[0].resume()
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":2}"#)
+                #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 2) != nil)
             }
-            #expect(answers.isEmpty, "answered while silenced: \(answers)")
-            #expect(!client.isClosed)
-            await sim.devices[0].resume()
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":2}"#)
-            #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 2) != nil)
         }
     }
 
@@ -75,20 +75,21 @@ struct FaultTests {
     @Test("garbage from a client closes only that connection")
     func garbageFromClient() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
-            let good = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            let bad = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            defer { Task { await good.close(); await bad.close() } }
-            try await good.connectAndSync()
-            try await bad.sendRaw([0, 0, 0, 6, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA])
-            #expect(await waitUntil(timeout: .seconds(3)) { bad.isClosed })
-            let oversized = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
-            try await oversized.sendRaw([0x7F, 0xFF, 0xFF, 0xFF, 1, 2, 3])
-            #expect(await waitUntil(timeout: .seconds(3)) { oversized.isClosed })
-            // Valid protobuf, but not JSON: ignored, connection stays.
-            try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, "not json {")
-            try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
-            #expect(await good.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 1) != nil)
-            #expect(!good.isClosed)
+            try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { good in
+                try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { bad in
+                    try await good.connectAndSync()
+                    try await bad.sendRaw([0, 0, 0, 6, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA])
+                    #expect(await waitUntil(timeout: .seconds(3)) { bad.isClosed })
+                    let oversized = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
+                    try await oversized.sendRaw([0x7F, 0xFF, 0xFF, 0xFF, 1, 2, 3])
+                    #expect(await waitUntil(timeout: .seconds(3)) { oversized.isClosed })
+                    // Valid protobuf, but not JSON: ignored, connection stays.
+                    try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, "not json {")
+                    try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
+                    #expect(await good.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 1) != nil)
+                    #expect(!good.isClosed)
+                }
+            }
         }
     }
 
@@ -108,13 +109,13 @@ struct FaultTests {
             }
             #expect(await waitUntil(timeout: .seconds(5)) { device.isListening })
             #expect(device.port == port)
-            let again = try await TestCastClient.connect(port: port, group: testGroup)
-            defer { Task { await again.close() } }
-            try await again.connect(to: CastEndpoint.receiver)
-            try await again.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":2}"#)
-            let status = try #require(await again.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 2))
-            #expect(status["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "E8C28D3C")
-            #expect(device.counters.restarts == 1)
+            try await withClosing(try await TestCastClient.connect(port: port, group: testGroup), close: { await $0.close() }) { again in
+                try await again.connect(to: CastEndpoint.receiver)
+                try await again.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":2}"#)
+                let status = try #require(await again.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 2))
+                #expect(status["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "E8C28D3C")
+                #expect(device.counters.restarts == 1)
+            }
         }
     }
 
@@ -122,19 +123,19 @@ struct FaultTests {
     func remoteVolumeAndFinish() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            let (_, _) = try await MediaTests.loaded(client)
-            await device.setVolumeRemotely(level: 0.3)
-            let volume = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
-                $0["status"]?["volume"]?["level"]?.doubleValue == 0.3
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                let (_, _) = try await MediaTests.loaded(client)
+                await device.setVolumeRemotely(level: 0.3)
+                let volume = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
+                    $0["status"]?["volume"]?["level"]?.doubleValue == 0.3
+                }
+                #expect(volume != nil)
+                #expect(await device.finishMedia())
+                let finished = await client.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
+                    $0.firstStatus?["idleReason"]?.stringValue == "FINISHED"
+                }
+                #expect(finished?.firstStatus?["currentTime"]?.doubleValue == 100)
             }
-            #expect(volume != nil)
-            #expect(await device.finishMedia())
-            let finished = await client.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
-                $0.firstStatus?["idleReason"]?.stringValue == "FINISHED"
-            }
-            #expect(finished?.firstStatus?["currentTime"]?.doubleValue == 100)
         }
     }
 
@@ -143,37 +144,38 @@ struct FaultTests {
         let clock = ManualSimulatorClock()
         try await withSimulator([testDevice("Living Room", clock: clock), testDevice("Kitchen", clock: clock)]) { sim in
             let (source, target) = (sim.devices[0], sim.devices[1])
-            let a = try await TestCastClient.connect(port: source.port, group: testGroup)
-            let b = try await TestCastClient.connect(port: target.port, group: testGroup)
-            defer { Task { await a.close(); await b.close() } }
-            let (t, _) = try await MediaTests.loaded(a)
-            try await b.connectAndSync()
-            try await source.advanceClock(by: 42)
-            try await sim.transfer(from: source, to: target)
+            try await withClosing(try await TestCastClient.connect(port: source.port, group: testGroup), close: { await $0.close() }) { a in
+                try await withClosing(try await TestCastClient.connect(port: target.port, group: testGroup), close: { await $0.close() }) { b in
+                    let (t, _) = try await MediaTests.loaded(a)
+                    try await b.connectAndSync()
+                    try await source.advanceClock(by: 42)
+                    try await sim.transfer(from: source, to: target)
 
-            let idle = await a.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
-                $0.firstStatus?["idleReason"]?.stringValue == "INTERRUPTED"
-            }
-            #expect(idle?.firstStatus?["playerState"]?.stringValue == "IDLE")
-            let close = await a.waitFor { $0.namespace == CastNamespace.connection && $0.sourceID == t }
-            #expect(close?.json?["type"]?.stringValue == "CLOSE")
-            let sourceStatus = await a.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
-                $0["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "E8C28D3C"
-            }
-            #expect(sourceStatus != nil)
+                    let idle = await a.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 0) {
+                        $0.firstStatus?["idleReason"]?.stringValue == "INTERRUPTED"
+                    }
+                    #expect(idle?.firstStatus?["playerState"]?.stringValue == "IDLE")
+                    let close = await a.waitFor { $0.namespace == CastNamespace.connection && $0.sourceID == t }
+                    #expect(close?.json?["type"]?.stringValue == "CLOSE")
+                    let sourceStatus = await a.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
+                        $0["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "E8C28D3C"
+                    }
+                    #expect(sourceStatus != nil)
 
-            let targetStatus = try #require(await b.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
-                $0["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "CC1AD845"
-            })
-            let app = try #require(targetStatus["status"]?["applications"]?.arrayValue?.first)
-            #expect(app["launchedFromCloud"]?.boolValue == true)
-            let newTransport = try #require(app["transportId"]?.stringValue)
-            #expect(newTransport != t)
-            try await b.connect(to: newTransport)
-            let media = try await b.mediaRequest(newTransport, requestId: 50, #"{"type":"GET_STATUS","requestId":50}"#)
-            #expect(media.firstStatus?["currentTime"]?.doubleValue == 42)
-            #expect(media.firstStatus?["playerState"]?.stringValue == "PLAYING")
-            #expect(media.firstStatus?["media"]?["contentId"]?.stringValue == "http://example.invalid/movie.mp4")
+                    let targetStatus = try #require(await b.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 0) {
+                        $0["status"]?["applications"]?.arrayValue?.first?["appId"]?.stringValue == "CC1AD845"
+                    })
+                    let app = try #require(targetStatus["status"]?["applications"]?.arrayValue?.first)
+                    #expect(app["launchedFromCloud"]?.boolValue == true)
+                    let newTransport = try #require(app["transportId"]?.stringValue)
+                    #expect(newTransport != t)
+                    try await b.connect(to: newTransport)
+                    let media = try await b.mediaRequest(newTransport, requestId: 50, #"{"type":"GET_STATUS","requestId":50}"#)
+                    #expect(media.firstStatus?["currentTime"]?.doubleValue == 42)
+                    #expect(media.firstStatus?["playerState"]?.stringValue == "PLAYING")
+                    #expect(media.firstStatus?["media"]?["contentId"]?.stringValue == "http://example.invalid/movie.mp4")
+                }
+            }
         }
     }
 }

@@ -42,23 +42,23 @@ import TestSupport
             #expect(group.configuration.txtRecord["ca"] == "2084")
             #expect(group.configuration.txtRecord["md"] == "Google Cast Group")
 
-            let client = try await TestCastClient.connected(to: group)
-            defer { Task { await client.close() } }
-            let status = try await client.multizoneStatus(requestId: ids())
-            let devices = try #require(status["status"]?["devices"]?.arrayValue)
-            #expect(devices.map { $0["deviceId"]?.stringValue } == [dashed(kitchen.id), dashed(den.id)])
-            #expect(devices.map { $0["name"]?.stringValue } == ["Kitchen", "Den"])
-            #expect(devices.map { $0["capabilities"]?.intValue } == [2052, 2052])
-            #expect(close(level(devices.first), 0.2) && close(level(devices.last), 0.4))
-            #expect(devices.allSatisfy { $0["volume"]?["muted"]?.boolValue == false })
-            #expect(status["status"]?["isMultichannel"]?.boolValue == false)
+            try await withClosing(try await TestCastClient.connected(to: group), close: { await $0.close() }) { client in
+                let status = try await client.multizoneStatus(requestId: ids())
+                let devices = try #require(status["status"]?["devices"]?.arrayValue)
+                #expect(devices.map { $0["deviceId"]?.stringValue } == [dashed(kitchen.id), dashed(den.id)])
+                #expect(devices.map { $0["name"]?.stringValue } == ["Kitchen", "Den"])
+                #expect(devices.map { $0["capabilities"]?.intValue } == [2052, 2052])
+                #expect(close(level(devices.first), 0.2) && close(level(devices.last), 0.4))
+                #expect(devices.allSatisfy { $0["volume"]?["muted"]?.boolValue == false })
+                #expect(status["status"]?["isMultichannel"]?.boolValue == false)
 
-            // The group's own receiver: volume = the loudest member, a LAUNCH works as on a device.
-            let receiver = try #require(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS"))
-            #expect(close(receiver["status"]?["volume"]?["level"]?.doubleValue, 0.4))
-            #expect(receiver["status"]?["applications"]?.arrayValue?.isEmpty == true, "a group has no idle screen")
-            let app = try await client.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
-            #expect(app["appId"]?.stringValue == SimulatedAppID.defaultMediaReceiver)
+                // The group's own receiver: volume = the loudest member, a LAUNCH works as on a device.
+                let receiver = try #require(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS"))
+                #expect(close(receiver["status"]?["volume"]?["level"]?.doubleValue, 0.4))
+                #expect(receiver["status"]?["applications"]?.arrayValue?.isEmpty == true, "a group has no idle screen")
+                let app = try await client.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
+                #expect(app["appId"]?.stringValue == SimulatedAppID.defaultMediaReceiver)
+            }
         }
     }
 
@@ -68,51 +68,51 @@ import TestSupport
         let den = ownAddressDevice("Den", volume: 0.4)
         try await withSimulator([kitchen, den]) { sim in
             let group = try await sim.addGroup(SimulatedGroupConfiguration(name: "Downstairs", members: [kitchen.id, den.id]))
-            let client = try await TestCastClient.connected(to: group)
-            defer { Task { await client.close() } }
-            let member = try await TestCastClient.connected(to: sim.devices[0])
-            defer { Task { await member.close() } }
+            try await withClosing(try await TestCastClient.connected(to: group), close: { await $0.close() }) { client in
+                try await withClosing(try await TestCastClient.connected(to: sim.devices[0]), close: { await $0.close() }) { member in
 
-            let request = ids()
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver,
-                                  #"{"type":"SET_VOLUME","volume":{"level":0.8},"requestId":\#(request)}"#)
-            let reply = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: request)
-            #expect(close(reply?["status"]?["volume"]?["level"]?.doubleValue, 0.8))
-            let kitchenUpdate = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
-                $0["device"]?["deviceId"]?.stringValue == dashed(kitchen.id)
-            }
-            let denUpdate = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
-                $0["device"]?["deviceId"]?.stringValue == dashed(den.id)
-            }
-            #expect(close(level(kitchenUpdate?["device"]), 0.4), "0.2 scaled by 0.8/0.4")
-            #expect(close(level(denUpdate?["device"]), 0.8))
-            try await waitForState(sim.devices[0], "volume 0.4") { close($0.receiverStatus.volume?.level ?? -1, 0.4) }
-            let memberBroadcast = await member.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
-                close($0["status"]?["volume"]?["level"]?.doubleValue, 0.4)
-            }
-            #expect(memberBroadcast != nil, "the member tells its own senders")
+                    let request = ids()
+                    try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver,
+                                          #"{"type":"SET_VOLUME","volume":{"level":0.8},"requestId":\#(request)}"#)
+                    let reply = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: request)
+                    #expect(close(reply?["status"]?["volume"]?["level"]?.doubleValue, 0.8))
+                    let kitchenUpdate = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
+                        $0["device"]?["deviceId"]?.stringValue == dashed(kitchen.id)
+                    }
+                    let denUpdate = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
+                        $0["device"]?["deviceId"]?.stringValue == dashed(den.id)
+                    }
+                    #expect(close(level(kitchenUpdate?["device"]), 0.4), "0.2 scaled by 0.8/0.4")
+                    #expect(close(level(denUpdate?["device"]), 0.8))
+                    try await waitForState(sim.devices[0], "volume 0.4") { close($0.receiverStatus.volume?.level ?? -1, 0.4) }
+                    let memberBroadcast = await member.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
+                        close($0["status"]?["volume"]?["level"]?.doubleValue, 0.4)
+                    }
+                    #expect(memberBroadcast != nil, "the member tells its own senders")
 
-            // A member's own change (a remote): DEVICE_UPDATED, and the group volume follows the loudest.
-            await sim.devices[0].setVolumeRemotely(level: 1.0)
-            let own = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
-                $0["device"]?["deviceId"]?.stringValue == dashed(kitchen.id) && close($0["device"]?["volume"]?["level"]?.doubleValue, 1.0)
-            }
-            #expect(own != nil)
-            let groupStatus = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
-                close($0["status"]?["volume"]?["level"]?.doubleValue, 1.0)
-            }
-            #expect(groupStatus != nil)
+                    // A member's own change (a remote): DEVICE_UPDATED, and the group volume follows the loudest.
+                    await sim.devices[0].setVolumeRemotely(level: 1.0)
+                    let own = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_UPDATED") {
+                        $0["device"]?["deviceId"]?.stringValue == dashed(kitchen.id) && close($0["device"]?["volume"]?["level"]?.doubleValue, 1.0)
+                    }
+                    #expect(own != nil)
+                    let groupStatus = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
+                        close($0["status"]?["volume"]?["level"]?.doubleValue, 1.0)
+                    }
+                    #expect(groupStatus != nil)
 
-            // Muting the group mutes every member.
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver,
-                                  #"{"type":"SET_VOLUME","volume":{"muted":true},"requestId":\#(ids())}"#)
-            for device in sim.devices where !device.isGroup {
-                try await waitForState(device, "muted") { $0.receiverStatus.volume?.muted == true }
+                    // Muting the group mutes every member.
+                    try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver,
+                                          #"{"type":"SET_VOLUME","volume":{"muted":true},"requestId":\#(ids())}"#)
+                    for device in sim.devices where !device.isGroup {
+                        try await waitForState(device, "muted") { $0.receiverStatus.volume?.muted == true }
+                    }
+                    let muted = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
+                        $0["status"]?["volume"]?["muted"]?.boolValue == true
+                    }
+                    #expect(muted != nil)
+                }
             }
-            let muted = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS") {
-                $0["status"]?["volume"]?["muted"]?.boolValue == true
-            }
-            #expect(muted != nil)
         }
     }
 
@@ -123,49 +123,49 @@ import TestSupport
         try await withSimulator([kitchen, den]) { sim in
             let denDevice = sim.devices[1]
             // Den plays on its own first.
-            let denClient = try await TestCastClient.connected(to: denDevice)
-            defer { Task { await denClient.close() } }
-            let ownApp = try await denClient.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
-            let ownTransport = try #require(ownApp["transportId"]?.stringValue)
-            try await denClient.connect(to: ownTransport)
-            _ = try await denClient.mediaRequest(ownTransport, requestId: 50,
-                #"{"type":"LOAD","requestId":50,"media":{"contentId":"http://x/own.mp3","contentType":"audio/mpeg","streamType":"BUFFERED"}}"#)
+            try await withClosing(try await TestCastClient.connected(to: denDevice), close: { await $0.close() }) { denClient in
+                let ownApp = try await denClient.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
+                let ownTransport = try #require(ownApp["transportId"]?.stringValue)
+                try await denClient.connect(to: ownTransport)
+                _ = try await denClient.mediaRequest(ownTransport, requestId: 50,
+                    #"{"type":"LOAD","requestId":50,"media":{"contentId":"http://x/own.mp3","contentType":"audio/mpeg","streamType":"BUFFERED"}}"#)
 
-            let group = try await sim.addGroup(SimulatedGroupConfiguration(name: "Downstairs", members: [kitchen.id, den.id]))
-            let client = try await TestCastClient.connected(to: group)
-            defer { Task { await client.close() } }
-            let app = try await client.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
-            let transport = try #require(app["transportId"]?.stringValue)
-            try await client.connect(to: transport)
-            let load = try await client.mediaRequest(transport, requestId: 60,
-                #"{"type":"LOAD","requestId":60,"media":{"contentId":"http://x/group.mp3","contentType":"audio/mpeg","streamType":"BUFFERED"}}"#)
-            #expect(load.firstStatus?["playerState"]?.stringValue == "PLAYING")
+                let group = try await sim.addGroup(SimulatedGroupConfiguration(name: "Downstairs", members: [kitchen.id, den.id]))
+                try await withClosing(try await TestCastClient.connected(to: group), close: { await $0.close() }) { client in
+                    let app = try await client.launch(SimulatedAppID.defaultMediaReceiver, requestId: ids())
+                    let transport = try #require(app["transportId"]?.stringValue)
+                    try await client.connect(to: transport)
+                    let load = try await client.mediaRequest(transport, requestId: 60,
+                        #"{"type":"LOAD","requestId":60,"media":{"contentId":"http://x/group.mp3","contentType":"audio/mpeg","streamType":"BUFFERED"}}"#)
+                    #expect(load.firstStatus?["playerState"]?.stringValue == "PLAYING")
 
-            for device in [sim.devices[0], denDevice] {
-                try await waitForState(device, "following the group") {
-                    $0.followedGroup == group.id && $0.mediaStatus == nil
-                        && $0.receiverStatus.applications.first?.appId == SimulatedAppID.defaultMediaReceiver
-                }
-            }
-            let interrupted = await denClient.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS") {
-                $0.firstStatus?["idleReason"]?.stringValue == "INTERRUPTED"
-            }
-            #expect(interrupted != nil, "the member's own session was interrupted by the group")
+                    for device in [sim.devices[0], denDevice] {
+                        try await waitForState(device, "following the group") {
+                            $0.followedGroup == group.id && $0.mediaStatus == nil
+                                && $0.receiverStatus.applications.first?.appId == SimulatedAppID.defaultMediaReceiver
+                        }
+                    }
+                    let interrupted = await denClient.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS") {
+                        $0.firstStatus?["idleReason"]?.stringValue == "INTERRUPTED"
+                    }
+                    #expect(interrupted != nil, "the member's own session was interrupted by the group")
 
-            // A sender of the member finds the app and an empty media status.
-            let memberStatus = try await denDevice.state()
-            let shownTransport = try #require(memberStatus.receiverStatus.applications.first?.transportId)
-            #expect(shownTransport != ownTransport)
-            try await denClient.connect(to: shownTransport)
-            let empty = try await denClient.mediaRequest(shownTransport, requestId: 70, #"{"type":"GET_STATUS","requestId":70}"#)
-            #expect(empty["type"]?.stringValue == "MEDIA_STATUS")
-            #expect(empty["status"]?.arrayValue?.isEmpty == true)
+                    // A sender of the member finds the app and an empty media status.
+                    let memberStatus = try await denDevice.state()
+                    let shownTransport = try #require(memberStatus.receiverStatus.applications.first?.transportId)
+                    #expect(shownTransport != ownTransport)
+                    try await denClient.connect(to: shownTransport)
+                    let empty = try await denClient.mediaRequest(shownTransport, requestId: 70, #"{"type":"GET_STATUS","requestId":70}"#)
+                    #expect(empty["type"]?.stringValue == "MEDIA_STATUS")
+                    #expect(empty["status"]?.arrayValue?.isEmpty == true)
 
-            // The group stops: members go back to their idle screen.
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"STOP","requestId":\#(ids())}"#)
-            for device in [sim.devices[0], denDevice] {
-                try await waitForState(device, "idle again") {
-                    $0.followedGroup == nil && $0.receiverStatus.applications.first?.appId == SimulatedAppID.backdrop
+                    // The group stops: members go back to their idle screen.
+                    try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"STOP","requestId":\#(ids())}"#)
+                    for device in [sim.devices[0], denDevice] {
+                        try await waitForState(device, "idle again") {
+                            $0.followedGroup == nil && $0.receiverStatus.applications.first?.appId == SimulatedAppID.backdrop
+                        }
+                    }
                 }
             }
         }
@@ -191,19 +191,19 @@ import TestSupport
             await #expect(throws: (any Error).self) {
                 _ = try await TestCastClient.connect(host: kitchen.host, port: before.port, group: testGroup)
             }
-            let moved = try await TestCastClient.connected(to: group)
-            defer { Task { await moved.close() } }
-            let status = try await moved.multizoneStatus(requestId: ids())
-            #expect(status["status"]?["devices"]?.arrayValue?.count == 2)
+            try await withClosing(try await TestCastClient.connected(to: group), close: { await $0.close() }) { moved in
+                let status = try await moved.multizoneStatus(requestId: ids())
+                #expect(status["status"]?["devices"]?.arrayValue?.count == 2)
 
-            let announced = try #require(sim.serviceAnnouncements.first { $0.key == group.id })
-            #expect(announced.instanceName == after.instanceName)
-            #expect(announced.hostName == den.mdnsHostName && announced.address == den.host)
-            #expect(announced.port == after.port)
-            #expect(announced.txt["id"] == dashed(group.id))
+                let announced = try #require(sim.serviceAnnouncements.first { $0.key == group.id })
+                #expect(announced.instanceName == after.instanceName)
+                #expect(announced.hostName == den.mdnsHostName && announced.address == den.host)
+                #expect(announced.port == after.port)
+                #expect(announced.txt["id"] == dashed(group.id))
 
-            let back = try await sim.moveLeader(ofGroup: group.id, to: "Kitchen")
-            #expect(back.leader == kitchen.id && back.host == kitchen.host && back.instanceName.hasSuffix("-2"))
+                let back = try await sim.moveLeader(ofGroup: group.id, to: "Kitchen")
+                #expect(back.leader == kitchen.id && back.host == kitchen.host && back.instanceName.hasSuffix("-2"))
+            }
         }
     }
 
@@ -227,26 +227,26 @@ import TestSupport
         let hall = ownAddressDevice("Hall", volume: 0.7)
         try await withSimulator([kitchen, den, hall]) { sim in
             let group = try await sim.addGroup(SimulatedGroupConfiguration(name: "Downstairs", members: [kitchen.id, den.id]))
-            let client = try await TestCastClient.connected(to: group)
-            defer { Task { await client.close() } }
+            try await withClosing(try await TestCastClient.connected(to: group), close: { await $0.close() }) { client in
 
-            try await sim.addMember("Hall", toGroup: group.id)
-            let added = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_ADDED")
-            #expect(added?["device"]?["deviceId"]?.stringValue == dashed(hall.id))
-            #expect(close(level(added?["device"]), 0.7))
-            try await waitForState(sim.devices[2], "member of the group") { $0.memberOf == [group.id] }
-            #expect(try await client.multizoneStatus(requestId: ids())["status"]?["devices"]?.arrayValue?.count == 3)
+                try await sim.addMember("Hall", toGroup: group.id)
+                let added = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_ADDED")
+                #expect(added?["device"]?["deviceId"]?.stringValue == dashed(hall.id))
+                #expect(close(level(added?["device"]), 0.7))
+                try await waitForState(sim.devices[2], "member of the group") { $0.memberOf == [group.id] }
+                #expect(try await client.multizoneStatus(requestId: ids())["status"]?["devices"]?.arrayValue?.count == 3)
 
-            try await sim.removeMember(den.id, fromGroup: group.id)
-            let removed = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_REMOVED")
-            #expect(removed?["deviceId"]?.stringValue == dashed(den.id))
-            try await waitForState(sim.devices[1], "no longer a member") { $0.memberOf.isEmpty }
+                try await sim.removeMember(den.id, fromGroup: group.id)
+                let removed = await client.waitFor(namespace: CastNamespace.multizone, type: "DEVICE_REMOVED")
+                #expect(removed?["deviceId"]?.stringValue == dashed(den.id))
+                try await waitForState(sim.devices[1], "no longer a member") { $0.memberOf.isEmpty }
 
-            // The leader leaves: the group moves to the next member, then lets it go.
-            try await sim.removeMember("Kitchen", fromGroup: group.id)
-            let summary = try await group.groupSummary()
-            #expect(summary.leader == hall.id && summary.members == [hall.id] && group.host == hall.host)
-            await #expect(throws: SimulatorError.self) { try await sim.removeMember("Hall", fromGroup: group.id) }
+                // The leader leaves: the group moves to the next member, then lets it go.
+                try await sim.removeMember("Kitchen", fromGroup: group.id)
+                let summary = try await group.groupSummary()
+                #expect(summary.leader == hall.id && summary.members == [hall.id] && group.host == hall.host)
+                await #expect(throws: SimulatorError.self) { try await sim.removeMember("Hall", fromGroup: group.id) }
+            }
         }
     }
 
@@ -257,24 +257,24 @@ import TestSupport
         try await withSimulator([left, right]) { sim in
             let pair = try await sim.addGroup(SimulatedGroupConfiguration(name: "Pair", members: [left.id, right.id],
                                                                            multichannel: true))
-            let pairClient = try await TestCastClient.connected(to: pair)
-            defer { Task { await pairClient.close() } }
-            #expect(try await pairClient.multizoneStatus(requestId: ids())["status"]?["isMultichannel"]?.boolValue == true)
+            try await withClosing(try await TestCastClient.connected(to: pair), close: { await $0.close() }) { pairClient in
+                #expect(try await pairClient.multizoneStatus(requestId: ids())["status"]?["isMultichannel"]?.boolValue == true)
 
-            let dynamic = try await sim.addGroup(SimulatedGroupConfiguration(name: "Temporary", members: [right.id, left.id],
-                                                                              dynamic: true))
-            #expect(dynamic.host == right.host)
-            try await waitForState(sim.devices[0], "in both groups") { Set($0.memberOf) == [pair.id, dynamic.id] }
-            let address = (dynamic.host, dynamic.port)
-            _ = try await TestCastClient.connected(to: dynamic)
-            #expect(sim.serviceAnnouncements.contains { $0.key == dynamic.id })
+                let dynamic = try await sim.addGroup(SimulatedGroupConfiguration(name: "Temporary", members: [right.id, left.id],
+                                                                                  dynamic: true))
+                #expect(dynamic.host == right.host)
+                try await waitForState(sim.devices[0], "in both groups") { Set($0.memberOf) == [pair.id, dynamic.id] }
+                let address = (dynamic.host, dynamic.port)
+                _ = try await TestCastClient.connected(to: dynamic)
+                #expect(sim.serviceAnnouncements.contains { $0.key == dynamic.id })
 
-            try await sim.removeGroup(id: dynamic.id)
-            #expect(sim.device(id: dynamic.id) == nil)
-            #expect(!sim.serviceAnnouncements.contains { $0.key == dynamic.id })
-            try await waitForState(sim.devices[0], "out of the dynamic group") { $0.memberOf == [pair.id] }
-            await #expect(throws: (any Error).self) {
-                _ = try await TestCastClient.connect(host: address.0, port: address.1, group: testGroup)
+                try await sim.removeGroup(id: dynamic.id)
+                #expect(sim.device(id: dynamic.id) == nil)
+                #expect(!sim.serviceAnnouncements.contains { $0.key == dynamic.id })
+                try await waitForState(sim.devices[0], "out of the dynamic group") { $0.memberOf == [pair.id] }
+                await #expect(throws: (any Error).self) {
+                    _ = try await TestCastClient.connect(host: address.0, port: address.1, group: testGroup)
+                }
             }
         }
     }

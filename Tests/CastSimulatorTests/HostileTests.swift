@@ -227,29 +227,29 @@ struct HostileTests {
     func live() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            try await client.connectAndSync(requestId: 5)
-            let sent = await device.sendHostile([.numbers, .nulls])
-            #expect(sent > 100)
-            #expect(await waitUntil(timeout: .seconds(10)) { client.messages.count >= sent })
-            #expect(device.counters.hostileMessagesSent == sent)
-            #expect(client.messages.contains { $0.namespace == SimulatedAppID.echoNamespace })
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                try await client.connectAndSync(requestId: 5)
+                let sent = await device.sendHostile([.numbers, .nulls])
+                #expect(sent > 100)
+                #expect(await waitUntil(timeout: .seconds(10)) { client.messages.count >= sent })
+                #expect(device.counters.hostileMessagesSent == sent)
+                #expect(client.messages.contains { $0.namespace == SimulatedAppID.echoNamespace })
 
-            // The last request (GET_STATUS #5) is the pending one of broken_replies.
-            let context = try #require(await device.hostileContext())
-            #expect(context.pendingRequests.map(\.requestId) == [5])
+                // The last request (GET_STATUS #5) is the pending one of broken_replies.
+                let context = try #require(await device.hostileContext())
+                #expect(context.pendingRequests.map(\.requestId) == [5])
 
-            await device.armHostileReplies(.nearMiss, count: 1)
-            let before = client.messages.count
-            try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":9}"#)
-            #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 9) != nil)
-            let after = Array(client.messages[before...])
-            let misses = after.filter { $0.payload.text?.contains("HOSTILE_NEAR_MISS") == true }
-            #expect(misses.count == HostileGenerator.nearMissReplies(to: context.pendingRequests[0]).count)
-            let realIndex = after.firstIndex { $0.payload.text?.contains("RECEIVER_STATUS") == true } ?? 0
-            let lastMiss = after.lastIndex { $0.payload.text?.contains("HOSTILE_NEAR_MISS") == true } ?? Int.max
-            #expect(lastMiss < realIndex, "near misses before the real reply")
+                await device.armHostileReplies(.nearMiss, count: 1)
+                let before = client.messages.count
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":9}"#)
+                #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 9) != nil)
+                let after = Array(client.messages[before...])
+                let misses = after.filter { $0.payload.text?.contains("HOSTILE_NEAR_MISS") == true }
+                #expect(misses.count == HostileGenerator.nearMissReplies(to: context.pendingRequests[0]).count)
+                let realIndex = after.firstIndex { $0.payload.text?.contains("RECEIVER_STATUS") == true } ?? 0
+                let lastMiss = after.lastIndex { $0.payload.text?.contains("HOSTILE_NEAR_MISS") == true } ?? Int.max
+                #expect(lastMiss < realIndex, "near misses before the real reply")
+            }
         }
     }
 
@@ -257,22 +257,22 @@ struct HostileTests {
     func modeAndBehave() async throws {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            try await client.connectAndSync()
-            await device.startHostile([.unknownTypes, .emptyValues], interval: .milliseconds(20))
-            #expect(await device.isHostile())
-            #expect(await waitUntil(timeout: .seconds(10)) {
-                client.messages.contains { $0.label(contains: "UNKNOWN") } && client.messages.contains { $0.payload.text?.contains(#""transportId":"""#) == true }
-            })
-            await device.behave()
-            #expect(!(await device.isHostile()))
-            let settled = device.counters.hostileMessagesSent
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(device.counters.hostileMessagesSent == settled)
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                try await client.connectAndSync()
+                await device.startHostile([.unknownTypes, .emptyValues], interval: .milliseconds(20))
+                #expect(await device.isHostile())
+                #expect(await waitUntil(timeout: .seconds(10)) {
+                    client.messages.contains { $0.label(contains: "UNKNOWN") } && client.messages.contains { $0.payload.text?.contains(#""transportId":"""#) == true }
+                })
+                await device.behave()
+                #expect(!(await device.isHostile()))
+                let settled = device.counters.hostileMessagesSent
+                try await Task.sleep(for: .milliseconds(100))
+                #expect(device.counters.hostileMessagesSent == settled)
 
-            await device.sendHostile([.invalidUTF8])
-            #expect(await waitUntil(timeout: .seconds(5)) { client.isClosed })
+                await device.sendHostile([.invalidUTF8])
+                #expect(await waitUntil(timeout: .seconds(5)) { client.isClosed })
+            }
         }
     }
 
@@ -281,23 +281,23 @@ struct HostileTests {
         try await withSimulator([testDevice("TV")]) { sim in
             let device = sim.devices[0]
             let router = ControlRouter(simulator: sim)
-            let client = try await TestCastClient.connect(port: device.port, group: testGroup)
-            defer { Task { await client.close() } }
-            try await client.connectAndSync()
-            var response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("namespaces")]))
-            let body = try CastJSON.decode(JSONValue.self, from: response.body)
-            #expect(body["ok"]?.boolValue == true)
-            #expect((body["messages"]?.intValue ?? 0) == HostileGenerator(try #require(await device.hostileContext())).messages(.namespaces).count)
-            response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("bogus")]))
-            #expect(response.body.contains("error"))
-            response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("all"),
-                                                           "interval_ms": .number(50)]))
-            #expect(await device.isHostile())
-            response = await router.fault(device, .object(["action": .string("hostile_replies"), "mode": .string("broken_body"),
-                                                           "count": .number(2)]))
-            #expect(response.body.contains("\"ok\":true"))
-            response = await router.fault(device, .object(["action": .string("behave")]))
-            #expect(!(await device.isHostile()))
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
+                try await client.connectAndSync()
+                var response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("namespaces")]))
+                let body = try CastJSON.decode(JSONValue.self, from: response.body)
+                #expect(body["ok"]?.boolValue == true)
+                #expect((body["messages"]?.intValue ?? 0) == HostileGenerator(try #require(await device.hostileContext())).messages(.namespaces).count)
+                response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("bogus")]))
+                #expect(response.body.contains("error"))
+                response = await router.fault(device, .object(["action": .string("hostile"), "class": .string("all"),
+                                                               "interval_ms": .number(50)]))
+                #expect(await device.isHostile())
+                response = await router.fault(device, .object(["action": .string("hostile_replies"), "mode": .string("broken_body"),
+                                                               "count": .number(2)]))
+                #expect(response.body.contains("\"ok\":true"))
+                response = await router.fault(device, .object(["action": .string("behave")]))
+                #expect(!(await device.isHostile()))
+            }
         }
     }
 }
