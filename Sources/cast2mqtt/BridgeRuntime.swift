@@ -75,6 +75,11 @@ final class BridgeRuntime: Service, Sendable {
         var fleet = try Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, inputs: inputs)
         let notifier = SystemdNotifier()
         let inputs = self.inputs
+        var eurekaLogger = logger
+        eurekaLogger[metadataKey: "component"] = "eureka"
+        let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration),
+                                      fetcher: try? EurekaInfoFetcher(group: group, logger: eurekaLogger),
+                                      inputs: inputs, logger: logger)
 
         await withDiscardingTaskGroup { tasks in
             tasks.addTask { [observers] in await observers.run(group: group) }
@@ -88,7 +93,7 @@ final class BridgeRuntime: Service, Sendable {
                 }
             }
 
-            var consumer = Consumer(runtime: self, mqtt: mqtt, notifier: notifier)
+            var consumer = Consumer(runtime: self, mqtt: mqtt, notifier: notifier, facts: facts)
             await withTaskCancellationOrGracefulShutdownHandler {
                 for await next in inputs {
                     consumer.take(next, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks)
@@ -129,12 +134,15 @@ final class BridgeRuntime: Service, Sendable {
         var sessionsPacer = SavePacer()
         var publishedPacer = SavePacer()
         let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
+        /// `eureka_info` facts, held devices, groups that moved (DeviceFacts.swift).
+        var facts: DeviceFactsRunner
 
-        init(runtime: BridgeRuntime, mqtt: MosquittoClient, notifier: SystemdNotifier) {
+        init(runtime: BridgeRuntime, mqtt: MosquittoClient, notifier: SystemdNotifier, facts: DeviceFactsRunner) {
             self.runtime = runtime
             self.mqtt = mqtt
             self.notifier = notifier
             self.watchdog = WatchdogPacer(notifier: notifier)
+            self.facts = facts
         }
 
         var logger: Logger { runtime.logger }
@@ -146,8 +154,17 @@ final class BridgeRuntime: Service, Sendable {
             let bridgeInput: BridgeInput
             switch next {
             case .discovery(let event):
-                guard let translated = fleet.apply(event) else { return }
-                bridgeInput = translated
+                let remembered = core.publishedSnapshot
+                let known = { [fleet] (id: DeviceID) in remembered.devices[id] != nil || fleet.client(id) != nil }
+                for input in facts.discovered(event, fleet: &fleet, known: known) {
+                    apply(input, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks)
+                }
+                return
+            case .eureka(let host, let result):
+                for input in facts.answered(host: host, result, fleet: &fleet) {
+                    apply(input, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks)
+                }
+                return
             case .mqttDisconnected:
                 mqttUp = false
                 return
@@ -161,6 +178,16 @@ final class BridgeRuntime: Service, Sendable {
             case .bridge(let value):
                 bridgeInput = value
             }
+            apply(bridgeInput, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks)
+            var more: [BridgeInput] = []
+            if case .device(let id, let snapshot) = bridgeInput { more = facts.snapshot(id, snapshot, fleet: &fleet) }
+            if case .tick = bridgeInput { more = facts.tick(fleet: &fleet) }
+            for input in more { apply(input, core: &core, fleet: &fleet, sessions: sessions, published: published, tasks: &tasks) }
+        }
+
+        /// One bridge input through the core; its output published, its operations started.
+        mutating func apply(_ bridgeInput: BridgeInput, core: inout BridgeCore, fleet: inout Fleet, sessions: SessionFile,
+                            published: PublishedFile, tasks: inout DiscardingTaskGroup) {
             if case .mqttConnected = bridgeInput {
                 mqttUp = true
                 if skippedWhileDown > 0 {
@@ -173,7 +200,7 @@ final class BridgeRuntime: Service, Sendable {
                     notifier.notify("READY=1")
                 }
             }
-            if case .bridge(.tick) = next {
+            if case .tick = bridgeInput {
                 core.inputOverload = runtime.overloadCounts
                 runtime.observers.tick(core.gauges)
             }
