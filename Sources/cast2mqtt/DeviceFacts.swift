@@ -59,6 +59,14 @@ struct DeviceFacts {
     private var askedForGeneration: [DeviceID: Int] = [:]
     /// Static groups looking for their leader: the hosts asked so far.
     private(set) var searching: [DeviceID: Set<String>] = [:]
+    /// When each host last answered or failed (many devices behind one address, as a test fleet
+    /// has them, are not asked once each), and the hosts whose last fetch failed (logged once).
+    private var lastAsked: [String: ContinuousClock.Instant] = [:]
+    private var failing: Set<String> = []
+    /// The time of the input being handled (set by the runner; tests set it).
+    var now = ContinuousClock.now
+    /// A host asked less than this long ago is not asked again for a new connection.
+    static let reuseWindow: Duration = .seconds(10)
 
     init(statics: [StaticDevice], filter: DeviceFilter) {
         var byID: [DeviceID: StaticDevice] = [:]
@@ -87,7 +95,7 @@ struct DeviceFacts {
             if record.source == .static, askedForGeneration[record.id] == nil {
                 // The first connection's facts are asked for right away.
                 askedForGeneration[record.id] = 1
-                actions += fetch(current(record).host)
+                actions += ask(current(record).host)
             }
             return actions
         case .removed(let raw):
@@ -113,7 +121,7 @@ struct DeviceFacts {
             searching[id] = nil
             guard snapshot.generation > askedForGeneration[id] ?? 0 else { return [] }
             askedForGeneration[id] = snapshot.generation
-            return fetch(current(record).host)
+            return ask(current(record).host)
         }
         guard case .offline = snapshot.link, current(record).castType == .group, searching[id] == nil else { return [] }
         var hosts = [current(record).host]
@@ -129,15 +137,19 @@ struct DeviceFacts {
     /// The answer (or failure) of `host`'s `eureka_info`.
     mutating func answered(host: String, _ result: Result<EurekaInfo, EurekaFetchError>) -> [FactsAction] {
         fetching.remove(host)
+        lastAsked[host] = now
         var actions: [FactsAction] = []
         let info: EurekaInfo?
         switch result {
         case .success(let answer):
             info = answer
             answers[host] = answer
+            failing.remove(host)
         case .failure(let error):
             info = nil
-            actions.append(.log("eureka_info of \(host) could not be read (\(error)); going on without it"))
+            // Once per host until it answers again (the rest at debug level).
+            let first = failing.insert(host).inserted
+            actions.append(.log("eureka_info of \(host) could not be read (\(error)); going on without it", debug: !first))
         }
         // Held devices at this host go on, classified.
         for id in held.keys.sorted() {
@@ -308,6 +320,14 @@ struct DeviceFacts {
         guard !host.isEmpty, fetching.insert(host).inserted else { return [] }
         return [.fetch(host: host)]
     }
+
+    /// A new connection's facts: a host asked within `reuseWindow` is not asked again (its
+    /// answer, when it gave one, is used as it is).
+    private mutating func ask(_ host: String) -> [FactsAction] {
+        guard let last = lastAsked[host], now - last < Self.reuseWindow, !fetching.contains(host) else { return fetch(host) }
+        guard let cached = answers[host], !failing.contains(host) else { return [] }
+        return answered(host: host, .success(cached))
+    }
 }
 
 /// What `DeviceFacts` asks the daemon to do.
@@ -321,6 +341,6 @@ enum FactsAction: Equatable {
     case removeDynamic(DeviceID)
     /// The device's client follows its multizone status from now on.
     case becomeGroup(DeviceID)
-    /// One line for the operator.
-    case log(String)
+    /// One line for the operator (`debug`: for the debug log only).
+    case log(String, debug: Bool = false)
 }

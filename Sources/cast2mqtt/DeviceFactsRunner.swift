@@ -27,23 +27,27 @@ struct DeviceFactsRunner {
 
     /// A discovery event: what the bridge should hear now (nothing while the device is held).
     mutating func discovered(_ event: DiscoveryEvent, fleet: inout Fleet, known: (DeviceID) -> Bool) -> [BridgeInput] {
-        run(facts.discovered(event, known: known), fleet: &fleet)
+        facts.now = .now
+        return run(facts.discovered(event, known: known), fleet: &fleet)
     }
 
     /// An `eureka_info` answer came back.
     mutating func answered(host: String, _ result: Result<EurekaInfo, EurekaFetchError>, fleet: inout Fleet) -> [BridgeInput] {
-        run(facts.answered(host: host, result), fleet: &fleet)
+        facts.now = .now
+        return run(facts.answered(host: host, result), fleet: &fleet)
     }
 
     /// A device snapshot went to the bridge.
     mutating func snapshot(_ id: DeviceID, _ snapshot: DeviceSnapshot, fleet: inout Fleet) -> [BridgeInput] {
-        run(facts.snapshot(id, snapshot), fleet: &fleet)
+        facts.now = .now
+        return run(facts.snapshot(id, snapshot), fleet: &fleet)
     }
 
     /// The one-second tick: static groups that lost their leader ask again every 30 s.
     mutating func tick(fleet: inout Fleet) -> [BridgeInput] {
         guard !facts.searching.isEmpty, ContinuousClock.now - lastSearch >= DeviceFacts.searchInterval else { return [] }
         lastSearch = .now
+        facts.now = .now
         return run(facts.retrySearches(), fleet: &fleet)
     }
 
@@ -61,8 +65,8 @@ struct DeviceFactsRunner {
             case .becomeGroup(let id):
                 logger.info("the device is a speaker group (eureka_info); following its members", metadata: ["cast.device": "\(id)"])
                 fleet.client(id)?.becomeGroup()
-            case .log(let line):
-                logger.info("\(line)")
+            case .log(let line, let debug):
+                if debug { logger.debug("\(line)") } else { logger.info("\(line)") }
             }
         }
         return out

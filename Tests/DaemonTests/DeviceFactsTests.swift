@@ -50,11 +50,23 @@ import Testing
         // The same connection is not asked again; a new one is.
         var online = DeviceSnapshot(generation: 1, link: .online)
         #expect(facts.snapshot(Self.kitchenID, online).isEmpty)
+        // A new one soon after the last answer uses that answer (many devices behind one
+        // address are not asked once each); later the host is asked again.
         online.generation = 2
+        #expect(facts.snapshot(Self.kitchenID, online).isEmpty)
+        facts.now += .seconds(11)
+        online.generation = 3
         #expect(facts.snapshot(Self.kitchenID, online) == [.fetch(host: "192.0.2.10")])
-        // A failure changes nothing and says so once.
+        // A failure changes nothing and is logged once (then at debug level) until it answers.
         let failed = facts.answered(host: "192.0.2.10", .failure(EurekaFetchError(.timeout, "no answer")))
         #expect(Self.passed(failed).isEmpty && failed.count == 1)
+        guard case .log(_, let debug)? = failed.first else { Issue.record("\(failed)"); return }
+        #expect(!debug)
+        facts.now += .seconds(11)
+        online.generation = 4
+        #expect(facts.snapshot(Self.kitchenID, online) == [.fetch(host: "192.0.2.10")])
+        #expect(facts.answered(host: "192.0.2.10", .failure(EurekaFetchError(.timeout, "no answer"))).first
+                    == .log("eureka_info of 192.0.2.10 could not be read (timeout: no answer); going on without it", debug: true))
     }
 
     @Test func aDeviceGivenByItsAddressWaitsForItsIdNameAndTopic() throws {
