@@ -42,6 +42,8 @@ struct DeviceFacts {
 
     /// Every device's record as discovery last gave it (or as found through `eureka_info`).
     private(set) var seen: [DeviceID: CastDeviceRecord] = [:]
+    /// The ids in `seen` by host (an answer concerns the devices at its host, not the fleet).
+    private var byHost: [String: Set<DeviceID>] = [:]
     /// Waiting for their host's answer before anyone else hears of them.
     private(set) var held: [DeviceID: CastDeviceRecord] = [:]
     /// Passed on at least once: never held again.
@@ -84,7 +86,7 @@ struct DeviceFacts {
         case .added(var record), .updated(var record):
             let added = if case .added = event { true } else { false }
             if let real = aliases[record.id] { record.id = real }
-            seen[record.id] = record
+            see(record.id, record)
             if held[record.id] != nil || shouldHold(record, known: known) {
                 held[record.id] = record
                 if let cached = classifying(record) { return answered(host: record.host, .success(cached)) }
@@ -101,11 +103,11 @@ struct DeviceFacts {
         case .removed(let raw):
             let id = aliases[raw] ?? raw
             if held.removeValue(forKey: id) != nil {
-                seen[id] = nil
+                see(id, nil)
                 return []
             }
             if dynamicGroups.remove(id) != nil {
-                seen[id] = nil
+                see(id, nil)
                 return [.removeDynamic(id)]
             }
             return [.discovery(.removed(id: id), dynamic: false, configuredID: nil)]
@@ -156,11 +158,11 @@ struct DeviceFacts {
             guard var record = held[id], record.host == host else { continue }
             held[id] = nil
             if let info, isAddressOnly(record), let identified = identify(record, info) {
-                seen[record.id] = nil
+                see(record.id, nil)
                 aliases[record.id] = identified.id
                 configured[identified.id] = record.id
                 record = identified
-                seen[record.id] = record
+                see(record.id, record)
             }
             if let info, info.dynamicGroups.contains(where: { $0.id == record.id }), record.source == .mdns {
                 dynamicGroups.insert(record.id)
@@ -175,8 +177,10 @@ struct DeviceFacts {
             }
         }
         guard let info else { return actions }
-        // Facts of the static devices at this host, and of the groups it hosts.
-        for id in seen.keys.sorted() {
+        // Facts of the static devices at this host, and of the groups it names.
+        let named = (info.groups + info.dynamicGroups).compactMap(\.id)
+        let moved = facts.compactMap { $0.value.address?.host == host ? $0.key : nil }
+        for id in Set(byHost[host] ?? []).union(named).union(moved).sorted() {
             guard let record = seen[id], record.source == .static, held[id] == nil,
                   record.host == host || current(record).host == host || isHostedHere(id, info) else { continue }
             let before = facts[id]
@@ -187,7 +191,7 @@ struct DeviceFacts {
             if beforeType != .group, current(record).castType == .group { actions.append(.becomeGroup(id)) }
         }
         // Groups this host leads that nobody configured or announced: found through a static device.
-        if let hostOwner = seen.values.filter({ $0.source == .static && $0.host == host && configured[$0.id] == nil })
+        if let hostOwner = (byHost[host] ?? []).compactMap({ seen[$0] }).filter({ $0.source == .static && configured[$0.id] == nil })
             .min(by: { $0.id < $1.id }) {
             for group in info.groups {
                 guard group.leader == .thisDevice, let gid = group.id, let port = group.castPort, seen[gid] == nil,
@@ -196,7 +200,7 @@ struct DeviceFacts {
                     id: gid, friendlyName: group.name ?? gid, model: "Google Cast Group", manufacturer: "Google Inc.",
                     host: host, port: port, capabilities: [.audioOut, .multizoneGroup, .masterVolume], castType: .group,
                     source: .static)
-                seen[gid] = record
+                see(gid, record)
                 settled.insert(gid)
                 configured[gid] = configured[hostOwner.id] ?? hostOwner.id
                 askedForGeneration[gid] = 1
@@ -216,6 +220,16 @@ struct DeviceFacts {
     /// How often a static group that lost its leader asks again (pychromecast polls its known
     /// hosts every 30 s).
     static let searchInterval: Duration = .seconds(30)
+
+    /// Sets (or with nil removes) what is known of a device, keeping `byHost` in step.
+    private mutating func see(_ id: DeviceID, _ record: CastDeviceRecord?) {
+        if let old = seen[id]?.host, old != record?.host {
+            byHost[old]?.remove(id)
+            if byHost[old]?.isEmpty == true { byHost[old] = nil }
+        }
+        if let record { byHost[record.host, default: []].insert(id) }
+        seen[id] = record
+    }
 
     // MARK: - Rules
 
