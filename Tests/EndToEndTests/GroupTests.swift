@@ -139,6 +139,39 @@ struct EndToEndGroupTests {
         }
     }
 
+    /// A slow or failing `eureka_info` never delays `online` for a device whose id is known: the
+    /// facts come as an update when they come, or not at all.
+    @Test func aSlowOrFailingEurekaInfoNeverDelaysOnline() async throws {
+        let home = Home()
+        let discovery = """
+          mdns: false
+          devices:
+            - {host: \(home.kitchen.host), name: Kitchen, id: \(home.kitchen.id)}
+            - {host: \(home.den.host), name: Den, id: \(home.den.id)}
+        """
+        try await withBridge(prepare: { sim in
+            let devices = try await home.prepare(sim)
+            // Kitchen answers after 1.5 s (within the HTTPS attempt's 2 s); Den answers 500 on both ports.
+            try await devices[0].setEurekaBehaviour(EurekaBehaviour(mode: .normal, delay: .milliseconds(1500)))
+            try await devices[1].setEurekaBehaviour(EurekaBehaviour(mode: .fail))
+            return devices
+        }, discovery: discovery) { h in
+            try await h.waitOnline(["kitchen", "den"])
+            let withModel = await h.observer.waitJSON("cast2mqtt/kitchen/info") { $0["model"]?.stringValue == "Google Home" }
+            #expect(withModel != nil, "the slow answer never arrived; daemon log:\n\(h.log.suffix(3000))")
+            let messages = h.observer.messages
+            let online = messages.firstIndex { $0.topic == "cast2mqtt/kitchen/availability" && $0.payload == Array("online".utf8) }
+            let facts = messages.firstIndex { $0.topic == "cast2mqtt/kitchen/info" && String(decoding: $0.payload, as: UTF8.self).contains("Google Home") }
+            #expect((online ?? Int.max) < (facts ?? -1), "online came after the facts (or one is missing)")
+            // Den's failure: online all the same, no model, one line in the log.
+            let failed = await waitUntil(timeout: .seconds(15)) { h.log.contains("eureka_info of \(home.den.host) could not be read") }
+            #expect(failed, "daemon log:\n\(h.log.suffix(3000))")
+            #expect(h.observer.last("cast2mqtt/den/availability") == "online")
+            #expect(h.observer.lastJSON("cast2mqtt/den/info")?["model"] == .null)
+            #expect(try await h.command("den", "volume", "20").status == "ok")
+        }
+    }
+
     /// A statically configured group whose leader moves: found again through its members'
     /// `eureka_info`; one MQTT device, one set of Home Assistant entities, offline for at most
     /// one reconnect.
