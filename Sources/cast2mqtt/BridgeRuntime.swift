@@ -75,10 +75,14 @@ final class BridgeRuntime: Service, Sendable {
         var fleet = try Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, inputs: inputs)
         let notifier = SystemdNotifier()
         let inputs = self.inputs
-        var eurekaLogger = logger
-        eurekaLogger[metadataKey: "component"] = "eureka"
-        let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration),
-                                      fetcher: try? EurekaInfoFetcher(group: group, logger: eurekaLogger),
+        let fetcher: EurekaInfoFetcher?
+        do {
+            fetcher = try EurekaInfoFetcher(group: group, logger: logger)
+        } catch {
+            logger.warning("cannot read eureka_info (static devices get no facts from it)", metadata: ["eureka.error": "\(error)"])
+            fetcher = nil
+        }
+        let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration), fetcher: fetcher,
                                       inputs: inputs, logger: logger)
 
         await withDiscardingTaskGroup { tasks in
