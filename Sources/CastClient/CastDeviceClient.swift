@@ -77,6 +77,12 @@ public final class CastDeviceClient: Sendable {
         eventLoop.execute { self.box.value.update(address: address) }
     }
 
+    /// The device turned out to be a speaker group (its `eureka_info` says so): its multizone
+    /// status is asked now when connected, and on every connection from now on.
+    public func becomeGroup() {
+        eventLoop.execute { self.box.value.becomeGroup() }
+    }
+
     /// True once the device answered on the current connection.
     public var isConnected: Bool {
         get async { (try? await eventLoop.submit { self.box.value.isConnected }.get()) ?? false }

@@ -26,6 +26,12 @@ extension DeviceConnection {
         }
     }
 
+    /// The device is a speaker group after all: follow its multizone status.
+    func becomeGroup() {
+        eventLoop.assertInEventLoop()
+        run(session.becomeGroup())
+    }
+
     func run(_ actions: [CastSessionMachine.Action]) {
         for action in actions {
             switch action {

@@ -215,7 +215,13 @@ final class DeviceConnection {
                 timer?.cancel()
                 let delay = clock.now.duration(to: deadline)
                 timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
-                    run(machine.timerFired(now: clock.now))
+                    // The loop runs due timers before it reads its sockets again: after a long
+                    // turn (another device's burst, the core's work on a loop it shares) this
+                    // device's PINGs may wait unread. One pass of the selector before the machine
+                    // looks, so that silence is judged on what arrived, not on what was read.
+                    timer = eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(1)) { [self] in
+                        run(machine.timerFired(now: clock.now))
+                    }
                 }
             case .scheduleReconnect(_, let delay):
                 reconnectTimer?.cancel()

@@ -69,9 +69,18 @@ final class BridgeRuntime: Service, Sendable {
         let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: logger)
         let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: logger,
                               inputs: inputs)
+        let fetcher: EurekaInfoFetcher?
+        do {
+            fetcher = try EurekaInfoFetcher(group: group, logger: logger)
+        } catch {
+            logger.warning("cannot read eureka_info (static devices get no facts from it)", metadata: ["eureka.error": "\(error)"])
+            fetcher = nil
+        }
+        let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration), fetcher: fetcher,
+                                      inputs: inputs, logger: logger)
         let consumer = NIOLoopBoundBox.makeBoxSendingValue(
             Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, fleet: fleet,
-                     sessions: sessions, published: published),
+                     facts: facts, sessions: sessions, published: published),
             eventLoop: coreLoop)
         let finished = try await coreLoop.submit { consumer.value.finished.futureResult }.get()
         inputs.consume { coreLoop.execute { consumer.value.drain() } }

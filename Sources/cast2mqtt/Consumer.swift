@@ -22,6 +22,8 @@ final class Consumer {
     let published: PublishedFile
     var core: BridgeCore
     var fleet: Fleet
+    /// `eureka_info` facts, held devices, groups that moved (DeviceFacts.swift).
+    var facts: DeviceFactsRunner
     var watchdog: WatchdogPacer
     var ready = false
     /// False while the broker is away: retained state is not handed to libmosquitto to queue
@@ -38,13 +40,14 @@ final class Consumer {
     let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
-         fleet: Fleet, sessions: SessionFile, published: PublishedFile) {
+         fleet: Fleet, facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
         self.runtime = runtime
         self.loop = loop
         self.mqtt = mqtt
         self.notifier = notifier
         self.core = core
         self.fleet = fleet
+        self.facts = facts
         self.sessions = sessions
         self.published = published
         self.watchdog = WatchdogPacer(notifier: notifier)
@@ -78,8 +81,13 @@ final class Consumer {
         let bridgeInput: BridgeInput
         switch next {
         case .discovery(let event):
-            guard let translated = fleet.apply(event) else { return }
-            bridgeInput = translated
+            let remembered = core.publishedSnapshot
+            let known = { [fleet] (id: DeviceID) in remembered.devices[id] != nil || fleet.client(id) != nil }
+            for input in facts.discovered(event, fleet: &fleet, known: known) { apply(input) }
+            return
+        case .eureka(let host, let result):
+            for input in facts.answered(host: host, result, fleet: &fleet) { apply(input) }
+            return
         case .mqttDisconnected:
             mqttUp = false
             return
@@ -93,8 +101,17 @@ final class Consumer {
         case .bridge(let value):
             bridgeInput = value
         }
+        apply(bridgeInput)
+        var more: [BridgeInput] = []
+        if case .device(let id, let snapshot) = bridgeInput { more = facts.snapshot(id, snapshot, fleet: &fleet) }
+        if case .tick = bridgeInput { more = facts.tick(fleet: &fleet) }
+        for input in more { apply(input) }
+    }
+
+    /// One bridge input through the core; its output published, its operations started.
+    func apply(_ bridgeInput: BridgeInput) {
         if case .mqttConnected = bridgeInput { mqttConnected() }
-        if case .bridge(.tick) = next {
+        if case .tick = bridgeInput {
             core.inputOverload = runtime.overloadCounts
             runtime.observers.tick(core.gauges)
         }

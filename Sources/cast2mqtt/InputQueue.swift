@@ -1,4 +1,5 @@
 import Bridge
+import CastClient
 import CastProtocol
 import Discovery
 import NIOConcurrencyHelpers
@@ -10,6 +11,8 @@ enum RuntimeInput: Sendable {
     case discovery(DiscoveryEvent)
     /// The broker connection dropped (the reconnect brings `.bridge(.mqttConnected)`).
     case mqttDisconnected
+    /// A device's `eureka_info` answered (or could not be read): `DeviceFactsRunner`.
+    case eureka(host: String, Result<EurekaInfo, EurekaFetchError>)
 }
 
 /// The daemon's one input queue: many producers (the MQTT thread, discovery, the devices' event

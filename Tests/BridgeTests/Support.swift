@@ -46,6 +46,8 @@ enum CastEvent {
     case mediaStatus(DeviceID, [MediaStatus])
     /// The device CLOSEd the app's transport.
     case appSessionEnded(DeviceID, transportId: String)
+    /// A message on the multizone namespace (MULTIZONE_STATUS, DEVICE_ADDED/UPDATED/REMOVED).
+    case multizone(DeviceID, MultizoneMessage)
     /// An operation finished (the device is looked up from the operations the harness saw).
     case operationCompleted(OperationToken, Result<OperationResult, BridgeError>)
 }
@@ -76,7 +78,7 @@ struct Harness {
     @discardableResult
     mutating func feed(_ event: CastEvent) -> BridgeOutput {
         func session(_ id: DeviceID, _ body: (inout CastSessionMachine) -> [CastSessionMachine.Action]) -> BridgeOutput {
-            var machine = sessions[id] ?? CastSessionMachine()
+            var machine = sessions[id] ?? CastSessionMachine(isGroup: core.registry[id]?.descriptor.castType == .group)
             let actions = body(&machine)
             sessions[id] = machine
             var out = BridgeOutput()
@@ -93,6 +95,7 @@ struct Harness {
         case .receiverStatus(let id, let status): return session(id) { $0.receiverStatus(status, now: now) }
         case .mediaStatus(let id, let list): return session(id) { $0.mediaStatus(list.first, now: now) }
         case .appSessionEnded(let id, let transport): return session(id) { $0.transportClosed(transport) }
+        case .multizone(let id, let message): return session(id) { $0.multizone(message) }
         case .operationCompleted(let token, let result):
             return feed(.operationCompleted(operationDevices[token] ?? "", token, result))
         }

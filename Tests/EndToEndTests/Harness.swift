@@ -76,16 +76,25 @@ final class BridgeHarness: @unchecked Sendable {
     let environment: [String: String]
 
     /// - Parameter topics: a `topic:` override per device name.
+    /// - Parameters:
+    ///   - prepare: sets up the simulator instead of `names` (devices on addresses of their own,
+    ///     groups) and returns its devices.
+    ///   - discovery: the `discovery:` section's lines instead of the static entries of `devices`.
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
-         broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options()) async throws {
+         broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
+         prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
-        for name in names {
-            devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(
-                name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))))
+        if let prepare {
+            devices = try await prepare(simulator)
+        } else {
+            for name in names {
+                devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(
+                    name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))))
+            }
         }
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-e2e-" + UUID().uuidString.prefix(8)
@@ -99,7 +108,7 @@ final class BridgeHarness: @unchecked Sendable {
         try client.subscribe("homeassistant/#", qos: .atLeastOnce)
         try client.subscribe("e2e/#", qos: .atLeastOnce)
         try client.start()
-        let discovery = mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
+        let discovery = customDiscovery ?? mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
           mdns: false
           devices:
         \(devices.map { d in
@@ -235,7 +244,9 @@ extension JSONValue {
 func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
                 topics: [String: String] = [:], environment: [String: String] = [:],
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
+                prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
-                                                  broker: broker), close: { await $0.close() }, body)
+                                                  broker: broker, prepare: prepare, discovery: discovery),
+                          close: { await $0.close() }, body)
 }

@@ -261,7 +261,9 @@ class MQTTObserver:
 class CastSim:
     """`cast-sim` with the given devices (name, 32-hex id) on free ports and a control endpoint."""
 
-    def __init__(self, workdir: pathlib.Path, devices: list[tuple[str, str]], extra: list[str] | None = None):
+    def __init__(self, workdir: pathlib.Path, devices: list[tuple[str, str]], extra: list[str] | None = None,
+                 expected: int | None = None):
+        """`expected`: how many devices to wait for when `extra` adds some (`--config`)."""
         argv = [CAST_SIM, "--control-port", "0", "--launch-latency-ms", "50", "--reply-latency-ms", "1"]
         for name, device_id in devices:
             argv += ["--device", f"{name}:0:{device_id}"]
@@ -281,7 +283,7 @@ class CastSim:
             ports = [line["control_port"] for line in lines if "control_port" in line]
             if ports:
                 self.control_port = ports[0]
-            return bool(ports) and len(self.devices) == len(devices)
+            return bool(ports) and len(self.devices) == (len(devices) if expected is None else expected)
 
         wait_for(ready, 20, 0.05, "cast-sim to listen")
 

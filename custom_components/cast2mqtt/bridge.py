@@ -37,6 +37,7 @@ from .payloads import (
     document_payload,
     json_payload,
     parse_devices,
+    parse_members,
     short_str,
     text_payload,
     timestamp,
@@ -95,6 +96,7 @@ class Bridge:
             (f"{base}/+/availability", self._availability_message),
             (f"{base}/+/receiver", self._receiver_message),
             (f"{base}/+/media", self._media_message),
+            (f"{base}/+/members", self._members_message),
             (f"{base}/+/response", self._response_message),
         ]
         self._unsubscribe.append(mqtt.async_subscribe_connection_status(self.hass, self._connection_changed))
@@ -348,6 +350,27 @@ class Bridge:
             topic, entry, value = found
             entry.media = value
             entry.position_updated_at = timestamp(value.get("position_updated_at")) or dt_util.utcnow()
+            self._notify(topic)
+
+    @callback
+    def _members_message(self, msg: ReceiveMessage) -> None:
+        """A speaker group's members (an empty payload: the group is gone)."""
+        topic = self._device_topic(msg)
+        if topic is None or topic == "bridge":
+            return
+        text = text_payload(msg.payload)
+        if text is None:
+            members = None
+        elif not text.strip():
+            members = []  # cleared
+        else:
+            value = json_payload(text)
+            members = parse_members(value) if value is not None else None
+        if members is None:
+            _LOGGER.debug("ignoring %s: not a JSON array of members", msg.topic)
+            return
+        if (entry := self._tracked(topic)) is not None:
+            entry.members = members
             self._notify(topic)
 
     @callback

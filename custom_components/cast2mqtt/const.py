@@ -35,6 +35,8 @@ MAX_PENDING_COMMANDS: Final = 256
 MAX_TRACKED_TOPICS: Final = 4096
 # Largest payload parsed, in bytes (bridge/devices of a big fleet stays well below this).
 MAX_PAYLOAD: Final = 1024 * 1024
+# Members read from a group's `members` (the bridge keeps at most 128).
+MAX_GROUP_MEMBERS: Final = 256
 
 # A device topic name as the bridge makes it, and a Cast device id / app id.
 TOPIC_NAME_RE: Final = re.compile(r"^[a-z0-9_]{1,128}$")

@@ -193,6 +193,15 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         registry = players(self.hass)
         registry[self.entity_id] = self
         self.async_on_remove(lambda: registry.pop(self.entity_id, None))
+        # A group that lists this device among its members can name its player now.
+        for player in list(registry.values()):
+            if player is not self and player.bridge is self._bridge and self._device_id in player.member_ids:
+                player._changed()
+
+    @property
+    def member_ids(self) -> list[str]:
+        """A speaker group's member device ids (from its `members` topic); [] for other devices."""
+        return self._topics.members
 
     @callback
     def _changed(self) -> None:
@@ -333,12 +342,33 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         return None
 
     @property
+    def group_members(self) -> list[str] | None:
+        """A speaker group's members as media player entity ids (members without a player of this
+        bridge are left out), sorted: the group's leader changes and must not reorder it. None
+        for a device that is no group."""
+        record = self._record
+        if record is None or record.cast_type != "group" or self.hass is None:
+            return None
+        entities = er.async_get(self.hass)
+        found = (
+            entities.async_get_entity_id("media_player", DOMAIN, unique_id(self._bridge.base, member))
+            for member in self.member_ids
+        )
+        return sorted(entity_id for entity_id in found if entity_id)
+
+    @property
     def extra_state_attributes(self) -> dict[str, Any]:
         attributes: dict[str, Any] = {}
         if (rate := _number(self._media.get("playback_rate"))) is not None:
             attributes["playback_rate"] = rate
         if record := self._record:
             attributes["device_topic"] = record.topic
+        # Cast speaker groups are made in the Google Home app: the players cannot be joined here,
+        # so the membership is an attribute, without Home Assistant's join/unjoin (GROUPING).
+        if (members := self.group_members) is not None:
+            attributes["group_members"] = members
+        if (playing_in := _string(self._media.get("playing_in"), 256)) is not None:
+            attributes["playing_in"] = playing_in
         return attributes
 
     # MARK: - Commands

@@ -13,7 +13,7 @@ from typing import Any
 
 from homeassistant.util import dt as dt_util
 
-from .const import DEVICE_ID_RE, MAX_PAYLOAD, MAX_TRACKED_TOPICS, TOPIC_NAME_RE
+from .const import DEVICE_ID_RE, MAX_GROUP_MEMBERS, MAX_PAYLOAD, MAX_TRACKED_TOPICS, TOPIC_NAME_RE
 
 
 @dataclass(slots=True)
@@ -39,6 +39,8 @@ class DeviceTopics:
     # `media.position_updated_at` parsed, or when the media document arrived.
     position_updated_at: datetime | None = None
     state: str | None = None
+    # A speaker group's `members`: the member device ids, in the group's order.
+    members: list[str] = field(default_factory=list)
 
 
 def text_payload(payload: str | bytes) -> str | None:
@@ -114,3 +116,16 @@ def parse_devices(value: Any) -> dict[str, DeviceInfoRecord] | None:
             cast_type=short_str(entry.get("cast_type"), 16),
         )
     return devices
+
+
+def parse_members(value: Any) -> list[str] | None:
+    """A group's `members` as its member device ids (valid ids only, no duplicates, in order);
+    None when it is not a JSON array."""
+    if not isinstance(value, list):
+        return None
+    members: list[str] = []
+    for entry in value[:MAX_GROUP_MEMBERS]:
+        device_id = entry.get("id") if isinstance(entry, dict) else None
+        if isinstance(device_id, str) and DEVICE_ID_RE.match(device_id) and device_id not in members:
+            members.append(device_id)
+    return members

@@ -130,3 +130,14 @@ enum CommandPlanner {
         }
     }
 }
+
+extension CommandPlanner {
+    /// The commands a member that shows its group's playback hands to the group's session
+    /// (mqtt-api.md §4); volume, mute, load, launch, announce and the rest stay on the member.
+    static func actsOnGroup(_ command: DeviceCommand) -> Bool {
+        switch command {
+        case .play, .pause, .toggle, .stop, .seek, .next, .previous: return true
+        default: return false
+        }
+    }
+}

@@ -19,25 +19,34 @@ extension BridgeCore {
             respond(ctx, .failure(BridgeError(.timeout, "the command expired before it could be sent")), &out)
             return
         }
-        if command.changesWhatPlays { endAnnouncements(id, by: ctx.name, now: now, &out) }
-        switch scheduler.admit(command, device: id, ctx) {
+        // A member that shows its group's playback hands play, pause, seek... to the group.
+        let target = commandTarget(command, device: id)
+        if command.changesWhatPlays { endAnnouncements(target, by: ctx.name, now: now, &out) }
+        switch scheduler.admit(command, device: target, ctx) {
         case .ready:
-            startCommand(command, device: id, ctx, now: now, &out)
+            startCommand(command, device: target, ctx, now: now, &out)
         case .queued:
             break
         case .busy(let rejections):
             if rejections == 1 || rejections % 1000 == 0 {
-                out.logs.append("\(device.topic): \(WorkScheduler.maxWaitingCommands) commands are waiting; answering busy (\(rejections) so far)")
+                out.logs.append("\(registry.topicName(target)): \(WorkScheduler.maxWaitingCommands) commands are waiting; answering busy (\(rejections) so far)")
             }
             respond(ctx, .failure(BridgeError(.busy,
                 "\(device.topic) already has \(WorkScheduler.maxWaitingCommands) commands waiting; try again when they are answered")), &out)
         }
     }
 
+    /// Where a command for a device goes: its group's session for the transport commands of a
+    /// member that shows its group's playback, else the device itself.
+    func commandTarget(_ command: DeviceCommand, device id: DeviceID) -> DeviceID {
+        guard CommandPlanner.actsOnGroup(command), let mirrored = mirroredGroup(id) else { return id }
+        return mirrored.group.id
+    }
+
     /// Plans a command against the device's state now (its turn has come) and starts it.
     mutating func startCommand(_ command: DeviceCommand, device id: DeviceID, _ ctx: CommandContext, now: Date,
                                _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
+        guard let device = record(id) else { return }
         switch CommandPlanner.plan(command, device: device) {
         case .failure(let error):
             respond(ctx, .failure(error), &out)
@@ -118,7 +127,7 @@ extension BridgeCore {
             case .step(let kind, let purpose, let timeout):
                 startOperation(id, kind, purpose: purpose, now: now, timeout: timeout, &out)
             case .command(let command, let ctx):
-                guard let device = registry[id], device.online else {
+                guard let device = record(id), device.online else {
                     respond(ctx, .failure(BridgeError(.deviceOffline, "\(registry.topicName(id)) went offline; the command was not sent")), &out)
                     continue
                 }

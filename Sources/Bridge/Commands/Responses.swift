@@ -35,7 +35,7 @@ extension BridgeCore {
 
     /// The `data` of a successful device command, from the state after the answer was applied.
     func successData(_ command: DeviceCommand, device id: DeviceID, result: OperationResult?, now: Date) -> JSONValue {
-        guard let device = registry[id] else { return .object([:]) }
+        guard let device = record(id) else { return .object([:]) }
         let volume = device.receiver?.volume
         switch command {
         case .volume, .mute:

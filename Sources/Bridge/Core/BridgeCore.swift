@@ -8,6 +8,7 @@ import Foundation
 /// | `DeviceRegistry` (Devices/) | the devices, their topic names, the newest snapshot of each |
 /// | `WorkScheduler` (Work/) | per-device order: operations in flight, waiting work, deadlines, the startup hold |
 /// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing |
+/// | `GroupDirectory` (Groups/) | who is in which speaker group; the dynamic groups (no devices) |
 /// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements |
 /// | Home Assistant discovery (HomeAssistant/) | nothing: configs are computed from a device record |
 ///
@@ -21,6 +22,7 @@ public struct BridgeCore: Sendable {
     let startedAt: Date
 
     var registry = DeviceRegistry()
+    var groups = GroupDirectory()
     var scheduler: WorkScheduler
     var publisher = RetainedPublisher()
     var transfers: TransferJobs

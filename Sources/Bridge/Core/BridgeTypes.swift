@@ -28,10 +28,18 @@ public struct DeviceDescriptor: Sendable, Hashable {
     public var source: DeviceSource
     /// The `topic:` of a static config entry; wins over the slug of the friendly name.
     public var topicOverride: String?
+    /// A dynamic (temporary) speaker group: followed for its members, never a device of its own
+    /// (no topics, no Home Assistant entities, not in `bridge/devices`).
+    public var isDynamicGroup: Bool
+    /// The id of the static configuration entry this device came from, when that is not its own
+    /// id (a device given by its address alone and named by its `eureka_info`, or a group found
+    /// through a static device's `eureka_info`): the device stays configured while the entry does.
+    public var configuredID: DeviceID?
 
     public init(id: DeviceID, friendlyName: String, model: String? = nil, manufacturer: String? = nil,
                 castType: CastType = .video, host: String, port: Int = 8009, capabilities: [String] = [],
-                source: DeviceSource = .mdns, topicOverride: String? = nil) {
+                source: DeviceSource = .mdns, topicOverride: String? = nil, isDynamicGroup: Bool = false,
+                configuredID: DeviceID? = nil) {
         self.id = id
         self.friendlyName = friendlyName
         self.model = model
@@ -42,6 +50,8 @@ public struct DeviceDescriptor: Sendable, Hashable {
         self.capabilities = capabilities
         self.source = source
         self.topicOverride = topicOverride
+        self.isDynamicGroup = isDynamicGroup
+        self.configuredID = configuredID
     }
 }
 

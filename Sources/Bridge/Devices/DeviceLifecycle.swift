@@ -7,6 +7,11 @@ import Foundation
 /// the retained documents.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
+        // A dynamic speaker group is followed for its members but is no device (Groups/).
+        if d.isDynamicGroup, registry[d.id] == nil {
+            dynamicGroupSeen(d, now: now, &out)
+            return
+        }
         // include/exclude is Discovery's: a device that reaches the core is admitted.
         if let added = registry.add(d) {
             out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
@@ -14,21 +19,27 @@ extension BridgeCore {
             publishBridgeEvent("device_added", added, now: now, &out)
         } else {
             guard registry.update(d), let device = registry[d.id] else { return }
-            publisher.publish(topics.info(device.topic), Documents.infoDocument(d, topic: device.topic), &out)
+            publishInfo(d.id, &out)
             publishBridgeEvent("device_updated", device, now: now, &out)
         }
+        membershipDeviceChanged(d.id, now: now, &out)
         bridgeTopicsChanged(now: now, &out)
         publishDiscovery(d.id, &out)
     }
 
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
     mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        if groups.isDynamic(id) {
+            dynamicGroupRemoved(id, now: now, &out)
+            return
+        }
         guard registry[id] != nil else { return }
         failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
         guard let device = registry.remove(id) else { return }
         publisher.forget(id, topic: device.topic, discovery: discoveryTopics(device), topics: topics, &out)
         out.forgotten.append(id)
         publishBridgeEvent("device_removed", device, now: now, &out)
+        membershipDeviceChanged(id, now: now, &out)
         bridgeTopicsChanged(now: now, &out)
     }
 
@@ -39,6 +50,10 @@ extension BridgeCore {
 
     /// A snapshot from the device's Cast client: kept, and what it changed is acted on.
     mutating func snapshotArrived(_ id: DeviceID, _ snapshot: DeviceSnapshot, now: Date, _ out: inout BridgeOutput) {
+        if groups.isDynamic(id) {
+            dynamicSnapshotArrived(id, snapshot, now: now, &out)
+            return
+        }
         guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
         switch change.link {
         case .cameOnline(let downtime)?:
@@ -72,6 +87,8 @@ extension BridgeCore {
             apply(announcements.observe(change, device: device, now: now), now: now, &out)
         }
         publishDeviceState(id, now: now, &out)
+        // A group's members (and what they show) follow its snapshot.
+        if isGroup(id) || groups.membersOf[id] != nil { groupChanged(id, now: now, &out) }
     }
 
     // MARK: - Retained device documents
@@ -85,7 +102,7 @@ extension BridgeCore {
     mutating func publishDevice(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
         guard let device = registry[id] else { return }
         publishAvailability(id, &out)
-        publisher.publish(topics.info(device.topic), Documents.infoDocument(device.descriptor, topic: device.topic), &out)
+        publisher.publish(topics.info(device.topic), infoDocument(device), &out)
         publishDeviceState(id, now: now, &out)
     }
 
@@ -94,9 +111,8 @@ extension BridgeCore {
         guard let device = registry[id] else { return }
         publisher.publish(topics.receiver(device.topic), Documents.receiverDocument(device.receiver),
                           stamp: device.receiverUpdatedAt ?? now, &out)
-        publisher.publish(topics.media(device.topic), Documents.mediaDocument(device),
-                          stamp: device.media != nil ? (device.mediaUpdatedAt ?? now) : nil, &out)
-        publisher.publishText(topics.state(device.topic), device.stateWord, &out)
+        // Its own media and state, or its group's while it shows its group's playback (Groups/).
+        publishMediaAndState(device, now: now, &out)
     }
 
     /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.
@@ -104,9 +120,11 @@ extension BridgeCore {
         let interval = configuration.media.positionInterval
         guard interval > 0 else { return }
         for id in registry.ids {
-            guard let device = registry[id], device.online, device.media?.playerState == "PLAYING",
-                  publisher.positionDue(id, since: device.snapshot.positionAt, interval: interval, now: now) else { continue }
-            let doc = Documents.mediaDocument(device, position: device.position(at: now), positionAt: now)
+            // A member showing its group's playback republishes the group's position.
+            guard let device = registry[id], device.online, case let source = shownMedia(device).source,
+                  source.media?.playerState == "PLAYING",
+                  publisher.positionDue(id, since: source.snapshot.positionAt, interval: interval, now: now) else { continue }
+            let doc = shownMedia(device, position: source.position(at: now), positionAt: now).doc
             publisher.publish(topics.media(device.topic), doc, stamp: now, force: true, &out)
         }
     }

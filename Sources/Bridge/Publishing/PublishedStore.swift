@@ -17,12 +17,20 @@ public struct PublishedSnapshot: Codable, Sendable, Hashable {
         public var source: String
         /// Discovery config topics published for it.
         public var discovery: [String]
+        /// A speaker group: it has a retained `members` topic too (absent in older files).
+        public var group: Bool?
+        /// The static configuration entry it came from when that is not its own id
+        /// (`DeviceDescriptor.configuredID`).
+        public var configured: DeviceID?
 
-        public init(topic: String, name: String, source: String, discovery: [String]) {
+        public init(topic: String, name: String, source: String, discovery: [String], group: Bool? = nil,
+                    configured: DeviceID? = nil) {
             self.topic = topic
             self.name = name
             self.source = source
             self.discovery = discovery
+            self.group = group
+            self.configured = configured
         }
     }
 
@@ -39,6 +47,8 @@ public struct PublishedSnapshot: Codable, Sendable, Hashable {
 extension PublishedSnapshot {
     /// The retained device topics the bridge publishes for every device.
     static let retainedDeviceLeaves = ["availability", "info", "receiver", "media", "state"]
+    /// The retained topics a speaker group has besides those.
+    static let retainedGroupLeaves = ["members"]
 
     /// A remembered device, by id, topic name or friendly name.
     func device(_ key: String) -> DeviceID? {
@@ -63,7 +73,8 @@ extension BridgeCore {
         publisher.goneAtStart = snapshot.devices.keys.filter { id in
             guard let entry = snapshot.devices[id] else { return false }
             if !admitted(id, entry.name) { return true }
-            return entry.source == DeviceSource.static.rawValue && !staticIDs.contains(id) && !configuration.discovery.mdns
+            let configured = staticIDs.contains(id) || entry.configured.map(staticIDs.contains) == true
+            return entry.source == DeviceSource.static.rawValue && !configured && !configuration.discovery.mdns
         }.sorted()
     }
 

@@ -96,7 +96,9 @@ struct RetainedPublisher: Sendable {
     /// Records what is retained for a device now.
     mutating func remember(_ d: DeviceRecord, discovery: [String], _ out: inout BridgeOutput) {
         let entry = PublishedSnapshot.Device(topic: d.topic, name: d.descriptor.friendlyName,
-                                             source: d.descriptor.source.rawValue, discovery: discovery)
+                                             source: d.descriptor.source.rawValue, discovery: discovery,
+                                             group: d.descriptor.castType == .group ? true : nil,
+                                             configured: d.descriptor.configuredID)
         if published.devices[d.id] != entry {
             published.devices[d.id] = entry
             out.publishedChanged = true
@@ -115,8 +117,9 @@ struct RetainedPublisher: Sendable {
         var names = Set<String>()
         if let name = entry?.topic { names.insert(name) }
         if let topic { names.insert(topic) }
+        let leaves = PublishedSnapshot.retainedDeviceLeaves + (entry?.group == true ? PublishedSnapshot.retainedGroupLeaves : [])
         for name in names.sorted() {
-            for leaf in PublishedSnapshot.retainedDeviceLeaves { clear(topics.device(name, leaf), &out) }
+            for leaf in leaves { clear(topics.device(name, leaf), &out) }
         }
     }
 }

@@ -43,7 +43,12 @@ public struct CastSessionMachine: Sendable {
     public static let positionTolerance = 0.5
 
     /// Whether the device is a speaker group (its multizone status is asked on every connection).
-    public let isGroup: Bool
+    public private(set) var isGroup: Bool
+    /// A group keeps at most this many members (a hostile device cannot grow it without end);
+    /// member names are cut to `maximumMemberNameLength` characters.
+    public static let maximumMembers = 128
+    public static let maximumMemberNameLength = 256
+    public static let maximumMemberIDLength = 64
     private var snapshot = DeviceSnapshot()
     private var lastPublished: DeviceSnapshot?
     /// The current connection's platform answered; `link` turns online with its first status.
@@ -137,17 +142,36 @@ public struct CastSessionMachine: Sendable {
         return [.forget(transport: endpoint)] + publishIfChanged() + [.askReceiverStatus]
     }
 
+    /// The device turned out to be a speaker group after its client was made (a static device
+    /// that its `eureka_info` names as a group): its multizone status is asked now, when the
+    /// connection answered, and on every connection from now on.
+    public mutating func becomeGroup() -> [Action] {
+        guard !isGroup else { return [] }
+        isGroup = true
+        return answered ? [.askMultizoneStatus] : []
+    }
+
     /// A message on the multizone namespace.
     public mutating func multizone(_ message: MultizoneMessage) -> [Action] {
         var state = snapshot.multizone ?? MultizoneState()
+        // An id longer than any real one (a UUID, dashed or not) is no member.
+        func bounded(_ device: MultizoneDevice) -> MultizoneDevice? {
+            guard device.deviceId.utf8.count <= Self.maximumMemberIDLength else { return nil }
+            var device = device
+            if let name = device.name, name.count > Self.maximumMemberNameLength {
+                device.name = String(name.prefix(Self.maximumMemberNameLength))
+            }
+            return device
+        }
         switch message {
         case .status(_, let devices, let isMultichannel, _):
-            state.members = devices
+            state.members = Array(devices.compactMap(bounded).prefix(Self.maximumMembers))
             state.isMultichannel = isMultichannel ?? false
         case .deviceAdded(let device), .deviceUpdated(let device):
+            guard let device = bounded(device) else { return [] }
             if let index = state.members.firstIndex(where: { $0.deviceId == device.deviceId }) {
                 state.members[index] = device
-            } else {
+            } else if state.members.count < Self.maximumMembers {
                 state.members.append(device)
             }
         case .deviceRemoved(let id):
