@@ -19,6 +19,7 @@ public struct CommandParser: Sendable {
         case load, play, pause, toggle, stop, seek, rate, volume, mute, next, previous, launch, quit, send, transfer,
              refresh, announce
         case skipAd = "skip_ad"
+        case tracks, queue
     }
 
     /// The bridge requests (`bridge/request/<name>`): the one list of their names.

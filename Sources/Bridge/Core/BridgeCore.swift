@@ -26,6 +26,8 @@ public struct BridgeCore: Sendable {
     var transfers: TransferJobs
     var announcements: AnnounceJobs
     var sessions = RestoredSessions()
+    /// The app sessions the bridge's own loads started (Commands/BridgeLoads.swift).
+    var loads = BridgeLoads()
     var mqttConnects = 0
     /// MQTT messages answered `busy` because the bridge's input queue was full.
     var mqttBusyRejections = 0

@@ -70,6 +70,8 @@ extension BridgeCore {
         if change.mediaChanged {
             mediaEvents(change, now: now, &out)
             apply(announcements.observe(change, device: device, now: now), now: now, &out)
+            // The track selects' options follow the media's languages (before the media document).
+            if TrackOptions(change.oldMedia) != TrackOptions(change.newMedia) { publishDiscovery(id, &out) }
         }
         publishDeviceState(id, now: now, &out)
     }

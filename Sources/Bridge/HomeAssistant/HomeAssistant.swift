@@ -275,7 +275,8 @@ extension BridgeCore {
 
     func discoveryConfigs(_ d: DeviceRecord) -> [(String, JSONValue)] {
         let availability = haAvailability(d)
-        return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: Self.haEntities,
+        let entities = Self.haEntities + Self.haTrackEntities(TrackOptions(d.media))
+        return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: entities,
                            device: haDeviceBlock(d), availability: { _ in availability })
     }
 
