@@ -40,7 +40,8 @@ final class BridgeRuntime: Service, Sendable {
             logger.warning("the bridge is overloaded: coalescing device statuses, answering new commands busy",
                            metadata: ["inputs.waiting": "\(waiting)"])
         })
-        observers = RuntimeObservers(configuration: configuration, logger: logger, metrics: metrics, logTail: logTail, inputs: inputs)
+        observers = RuntimeObservers(configuration: configuration, logger: .component("web"), metrics: metrics, logTail: logTail,
+                                     inputs: inputs)
     }
 
     func run() async throws {
@@ -57,7 +58,7 @@ final class BridgeRuntime: Service, Sendable {
         }
         // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
-                                       logger: logger, onEvent: { [inputs, observers] event in
+                                       logger: .component("mqtt"), onEvent: { [inputs, observers] event in
             observers.mqtt(event)
             switch event {
             case .connected: inputs.push(.bridge(.mqttConnected))
@@ -70,9 +71,9 @@ final class BridgeRuntime: Service, Sendable {
         let qos = Adapt.qos(configuration.mqtt.qos)
         for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
         try mqtt.start()
-        let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: logger)
+        let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: .component("discovery"))
         discovery.start()
-        var fleet = try Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: logger, inputs: inputs)
+        var fleet = try Fleet(group: group, cast: Adapt.castConfiguration(configuration), logger: .component("cast"), inputs: inputs)
         let notifier = SystemdNotifier()
         let inputs = self.inputs
 
@@ -127,6 +128,7 @@ final class BridgeRuntime: Service, Sendable {
         var mqttUp = false
         var skippedWhileDown = 0
         var sessionsPacer = SavePacer()
+        let homeAssistantLogger = Logger.component("homeassistant")
         var publishedPacer = SavePacer()
         let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
 
@@ -182,6 +184,8 @@ final class BridgeRuntime: Service, Sendable {
             runtime.observers.applied(output, now: now)
             for line in output.logs { logger.info("\(line)") }
             for line in output.debugLogs { logger.debug("\(line)") }
+            for line in output.homeAssistantLogs { homeAssistantLogger.info("\(line)") }
+            if let levels = output.logLevels { LogControl.shared.apply(levels) }
             for publication in output.publications { publish(publication) }
             for operation in output.operations { start(operation, fleet: fleet) }
             for id in output.forgotten { fleet.drop(id, tasks: &tasks) }

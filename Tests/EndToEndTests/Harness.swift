@@ -76,16 +76,19 @@ final class BridgeHarness: @unchecked Sendable {
     let environment: [String: String]
 
     /// - Parameter topics: a `topic:` override per device name.
+    /// - Parameter supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
-         broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options()) async throws {
+         broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
+         supportedMediaCommands: [String: Int] = [:]) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
         for name in names {
-            devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(
-                name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))))
+            var configuration = SimulatedDeviceConfiguration(name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))
+            if let commands = supportedMediaCommands[name] { configuration.supportedMediaCommands = commands }
+            devices.append(try await simulator.addDevice(configuration))
         }
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-e2e-" + UUID().uuidString.prefix(8)
@@ -234,8 +237,9 @@ extension JSONValue {
 /// the body fails: no process outlives the test.
 func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
                 topics: [String: String] = [:], environment: [String: String] = [:],
-                broker: MosquittoBroker.Options = MosquittoBroker.Options(),
+                broker: MosquittoBroker.Options = MosquittoBroker.Options(), supportedMediaCommands: [String: Int] = [:],
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
-                                                  broker: broker), close: { await $0.close() }, body)
+                                                  broker: broker, supportedMediaCommands: supportedMediaCommands),
+                          close: { await $0.close() }, body)
 }

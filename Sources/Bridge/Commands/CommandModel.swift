@@ -132,4 +132,6 @@ public enum BridgeRequest: Sendable, Hashable {
     case healthCheck
     /// Forget a device: clear its retained topics and discovery configs.
     case remove(device: String)
+    /// Change log levels at run time (or, empty, read them).
+    case logLevel(LogLevelRequest)
 }

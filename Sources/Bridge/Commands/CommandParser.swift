@@ -26,6 +26,7 @@ public struct CommandParser: Sendable {
     enum RequestName: String, CaseIterable {
         case devices, refresh, transfer, remove
         case healthCheck = "health_check"
+        case logLevel = "log_level"
     }
 
     static var commandNames: [String] { CommandName.allCases.map(\.rawValue) }
@@ -169,6 +170,7 @@ public struct CommandParser: Sendable {
             case .devices?: try f.noValue(); return .success((.devices, id))
             case .refresh?: try f.noValue(); return .success((.refresh, id))
             case .healthCheck?: try f.noValue(); return .success((.healthCheck, id))
+            case .logLevel?: return .success((.logLevel(try parseLogLevel(body)), id))
             case .transfer?:
                 guard case .json = body else {
                     throw BridgeError.invalid("transfer needs a JSON object like {\"from\": \"kitchen\", \"to\": \"living_room_tv\"}")

@@ -12,6 +12,7 @@ extension BridgeCore {
             out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
             publishDevice(d.id, now: now, &out)
             publishBridgeEvent("device_added", added, now: now, &out)
+            resolveTracedDevices(&out)
         } else {
             guard registry.update(d), let device = registry[d.id] else { return }
             publisher.publish(topics.info(device.topic), Documents.infoDocument(d, topic: device.topic), &out)

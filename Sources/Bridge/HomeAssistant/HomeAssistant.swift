@@ -322,6 +322,7 @@ extension BridgeCore {
     /// Home Assistant announced itself: every config again, changed or not.
     mutating func republishDiscovery(_ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
+        out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
         publishBridgeDiscovery(force: true, &out)
         for id in registry.ids { publishDiscovery(id, force: true, &out) }
     }
