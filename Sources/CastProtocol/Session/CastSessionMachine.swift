@@ -173,12 +173,21 @@ public struct CastSessionMachine: Sendable {
         case .itemIds: queue.requestDone(.itemIds)
         case .items(let ids): queue.requestDone(.items(ids))
         }
-        return queueRequests()
+        return publishQueueWhenComplete()
     }
 
     private mutating func applyQueue() -> [Action] {
         if let items = queue.items, snapshot.media?.items != items { snapshot.media?.items = items }
-        return publishIfChanged() + queueRequests()
+        return publishQueueWhenComplete()
+    }
+
+    /// The next queue request, and the snapshot once the queue's metadata is all there: a fetch
+    /// of many batches is one publication, not one per batch (a status that changes anything
+    /// else is published at once, as always).
+    private mutating func publishQueueWhenComplete() -> [Action] {
+        let next = queueRequests()
+        guard queue.isComplete else { return next }
+        return publishIfChanged() + next
     }
 
     /// The next queue request, when one is due and the app is joined.

@@ -118,6 +118,14 @@ struct QueueMetadata: Sendable, Hashable {
         order.map { $0.map { known[$0] ?? QueueItem(itemId: $0, media: nil, autoplay: nil) } }
     }
 
+    /// True when nothing more is to be asked: the order is known and every item is described or
+    /// given up on. While a fetch runs, its batches are not published one by one.
+    var isComplete: Bool {
+        if orderWanted || inFlight == .itemIds { return false }
+        guard let order else { return true }
+        return order.allSatisfy { known[$0] != nil || unavailable.contains($0) }
+    }
+
     /// The next request to send, if one is due and none is in flight (it is then in flight).
     mutating func nextRequest() -> Request? {
         guard inFlight == nil, mediaSessionId != nil else { return nil }
