@@ -136,6 +136,41 @@ import Testing
         #expect(m.media?.items?.map(\.itemId) == [1, 2, 3])
     }
 
+    @Test func itemMetadataIsBounded() {
+        var m = joined()
+        _ = m.mediaStatus(idsOnly([1, 2, 3]), now: t0)
+        let big = String(repeating: "x", count: QueueMetadata.maxItemBytes)
+        // App data that makes an item too large goes; a title that does is not kept at all.
+        var heavy = item(1)
+        heavy.media?.customData = .object(["blob": .string(big)])
+        var huge = item(2)
+        huge.media?.metadata?.title = big
+        _ = m.queueItems([heavy, huge, item(3)])
+        _ = m.queueRequestDone(.items([1, 2, 3]))
+        let items = m.media?.items ?? []
+        #expect(items.map(\.itemId) == [1, 2, 3])
+        #expect(items[0].media?.contentId == "http://x/1.mp3" && items[0].media?.customData == nil)
+        #expect(items[1].media == nil, "listed by id only")
+        #expect(items[2].media?.metadata?.title == "Item 3")
+        #expect(m.queueRequestDone(.items([2])).isEmpty, "not asked again")
+        // A queue's metadata has a budget: past it, items stay listed by id.
+        var n = joined()
+        let ids = Array(1...QueueMetadata.maxItems)
+        _ = n.mediaStatus(idsOnly(ids), now: t0)
+        let title = String(repeating: "t", count: 2000)
+        for batch in stride(from: 0, to: ids.count, by: QueueMetadata.batchSize) {
+            let chunk = Array(ids[batch..<min(batch + QueueMetadata.batchSize, ids.count)])
+            _ = n.queueItems(chunk.map { id in
+                var i = item(id)
+                i.media?.metadata?.title = title
+                return i
+            })
+            _ = n.queueRequestDone(.items(chunk))
+        }
+        let described = n.media?.items?.filter { $0.media != nil }.count ?? 0
+        #expect(described > 50 && described < ids.count, "\(described) items described within the budget")
+    }
+
     @Test func queueMessagesParse() throws {
         let items = try MediaResponse.parse(.string(#"{"type":"QUEUE_ITEMS","requestId":4,"items":[{"itemId":2,"media":{"contentId":"http://x/2.mp3"}},{"itemId":"x"},{"media":{}},{"itemId":3,"autoplay":"yes"}]}"#))
         guard case .queueItems(4, let list) = items else { Issue.record("\(items)"); return }

@@ -3,11 +3,15 @@
 /// without `media`, or in QUEUE_CHANGE); the metadata of the others is asked with
 /// QUEUE_GET_ITEMS in batches of `batchSize`, one request at a time, and the order with
 /// QUEUE_GET_ITEM_IDS when a change leaves it unknown. Bounded: at most `maxItems` ids are kept
-/// (the rest of a longer queue is left out), and an item the device does not describe when asked
-/// is not asked again until it changes.
+/// (the rest of a longer queue is left out), an item's metadata takes at most `maxItemBytes` (a
+/// larger one is kept without its app data, tracks and ad breaks, or not at all) and a queue's
+/// at most `maxTotalBytes` (as JSON), and an item the device does not describe when asked is not
+/// asked again until it changes.
 struct QueueMetadata: Sendable, Hashable {
     static let maxItems = 500
     static let batchSize = 20
+    static let maxItemBytes = 16_384
+    static let maxTotalBytes = 262_144
 
     /// What to ask the receiver next.
     enum Request: Sendable, Hashable {
@@ -19,8 +23,9 @@ struct QueueMetadata: Sendable, Hashable {
     private(set) var mediaSessionId: Int?
     /// Item ids in queue order; nil while unknown.
     private(set) var order: [Int]?
-    /// Items with their metadata, by id (only ids in `order`).
+    /// Items with their metadata, by id (only ids in `order`), and their size as JSON.
     private var known: [Int: QueueItem] = [:]
+    private var sizes: [Int: Int] = [:]
     /// Ids whose metadata was asked and not (yet) answered; one request at a time.
     private var inFlight: Request?
     /// Ids the device did not describe when asked: not asked again until they change.
@@ -43,10 +48,7 @@ struct QueueMetadata: Sendable, Hashable {
             for item in items.prefix(Self.maxItems) {
                 guard let id = item.itemId else { continue }
                 ids.append(id)
-                if item.media != nil {
-                    known[id] = item
-                    unavailable.remove(id)
-                }
+                if item.media != nil, known[id] != item { keep(item, id) }
             }
             setOrder(ids)
         } else if order == nil, status.queueData != nil {
@@ -66,8 +68,7 @@ struct QueueMetadata: Sendable, Hashable {
         let inQueue = Set(order ?? [])
         for item in items {
             guard let id = item.itemId, inQueue.contains(id), item.media != nil else { continue }
-            known[id] = item
-            unavailable.remove(id)
+            keep(item, id)
         }
     }
 
@@ -87,7 +88,7 @@ struct QueueMetadata: Sendable, Hashable {
             setOrder(list.filter { !gone.contains($0) })
         case "ITEMS_CHANGE":
             for id in ids {
-                known.removeValue(forKey: id)
+                forget(id)
                 unavailable.remove(id)
             }
         case "UPDATE":
@@ -150,7 +151,47 @@ struct QueueMetadata: Sendable, Hashable {
         var seen = Set<Int>()
         let unique = ids.filter { seen.insert($0).inserted }
         order = unique
-        known = known.filter { seen.contains($0.key) }
+        for id in known.keys where !seen.contains(id) { forget(id) }
         unavailable.formIntersection(seen)
     }
+
+    /// Keeps an item's metadata within the bounds: too large, it is kept without its app data,
+    /// tracks and ad breaks; still too large, or past the queue's budget, the item stays listed
+    /// by id and is not asked again.
+    private mutating func keep(_ item: QueueItem, _ id: Int) {
+        forget(id)
+        var kept = item
+        var size = Self.size(kept)
+        if size > Self.maxItemBytes {
+            kept.customData = nil
+            kept.activeTrackIds = nil
+            if var media = kept.media {
+                media.customData = nil
+                media.tracks = nil
+                media.textTrackStyle = nil
+                media.breaks = nil
+                media.breakClips = nil
+                if let images = media.metadata?.images { media.metadata?.images = Array(images.prefix(4)) }
+                kept.media = media
+            }
+            size = Self.size(kept)
+        }
+        guard size <= Self.maxItemBytes, totalBytes + size <= Self.maxTotalBytes else {
+            unavailable.insert(id)
+            return
+        }
+        known[id] = kept
+        sizes[id] = size
+        totalBytes += size
+        unavailable.remove(id)
+    }
+
+    private mutating func forget(_ id: Int) {
+        known.removeValue(forKey: id)
+        totalBytes -= sizes.removeValue(forKey: id) ?? 0
+    }
+
+    private var totalBytes = 0
+
+    static func size(_ item: QueueItem) -> Int { (try? CastJSON.encode(item))?.utf8.count ?? Int.max }
 }
