@@ -67,6 +67,17 @@ SIMULATED = [
     '{"type":"DEVICE_ADDED","device":{"deviceId":"abc","name":"Kitchen","capabilities":4,"volume":{"level":0.3,"muted":false}}}',
     '{"type":"GET_APP_AVAILABILITY","requestId":5,"availability":{"CC1AD845":"APP_AVAILABLE"}}',
     '{"type":"PONG_FROM_APP","requestId":1}',
+    # The queue listed by ids, its items asked, a change, and media with tracks (cast-sim, issue #18).
+    '{"type":"MEDIA_STATUS","requestId":0,"status":[{"mediaSessionId":1,"playerState":"PLAYING","currentItemId":2,'
+    '"items":[{"itemId":1},{"itemId":2},{"itemId":3}],"repeatMode":"REPEAT_OFF","media":{"contentId":"http://x/2.mp3"}}]}',
+    '{"type":"QUEUE_ITEM_IDS","requestId":7,"itemIds":[1,2,3,4]}',
+    '{"type":"QUEUE_ITEMS","requestId":8,"items":[{"itemId":1,"autoplay":true,"media":{"contentId":"http://x/1.mp3",'
+    '"metadata":{"metadataType":3,"title":"One"}}},{"itemId":3,"preloadTime":5,"media":{"contentId":"http://x/3.mp3"}}]}',
+    '{"type":"QUEUE_CHANGE","requestId":0,"changeType":"INSERT","itemIds":[4],"insertBefore":2,"sequenceNumber":1}',
+    '{"type":"QUEUE_CHANGE","requestId":0,"changeType":"UPDATE","itemIds":[3,1,2],"reorderItemIds":[3]}',
+    '{"type":"MEDIA_STATUS","requestId":0,"status":[{"mediaSessionId":1,"playerState":"PLAYING","activeTrackIds":[1,3],'
+    '"media":{"contentId":"http://x/m.mp4","tracks":[{"trackId":1,"type":"TEXT","subtype":"SUBTITLES","language":"en",'
+    '"trackContentId":"http://x/en.vtt"},{"trackId":3,"type":"AUDIO","language":"de"}],"textTrackStyle":{"fontScale":1.2}}}]}',
 ]
 
 # What a device received (cast-sim's recordings of a client session): sender -> device.
@@ -88,7 +99,7 @@ def selector(payload):
     kinds = [
         (("CONNECT", '"CLOSE"'), 0), (("PING", "PONG\""), 1),
         (("MULTIZONE", "DEVICE_"), 4),
-        (("MEDIA_STATUS", "LOAD_FAILED", "SESSION_STATE", "mediaSessionId", "metadataType", "INVALID_MEDIA"), 3 | 0x10),
+        (("MEDIA_STATUS", "LOAD_FAILED", "SESSION_STATE", "QUEUE_", "mediaSessionId", "metadataType", "INVALID_MEDIA"), 3 | 0x10),
         (("RECEIVER_STATUS", "LAUNCH", "INVALID_REQUEST", "GET_APP_AVAILABILITY", "STOP", "SET_VOLUME", "requestId"), 2),
     ]
     for needles, value in kinds:
@@ -191,6 +202,21 @@ def command_seeds():
           b'"media":{"contentId":"http://192.0.2.5/live","streamType":"LIVE"},"liveSeekableRange":{"start":10,"end":200}}]}'
           b'\x00cast2mqtt/living_room_tv/command/seek\x00{"relative": -30}')
     write("command", "send-binary", b"cast2mqtt/living_room_tv/command/send/urn:x-cast:com.example.app\x00\xff\x00\x01")
+    # A movie with tracks and a queue on the TV, then the commands of issue #18 against it.
+    movie = (b'{"type":"MEDIA_STATUS","requestId":0,"status":[{"mediaSessionId":1,"playerState":"PLAYING","currentItemId":2,'
+             b'"supportedMediaCommands":278479,"activeTrackIds":[3],"items":[{"itemId":1},{"itemId":2},{"itemId":3}],'
+             b'"media":{"contentId":"http://192.0.2.5/m.mp4","tracks":[{"trackId":1,"type":"TEXT","language":"en"},'
+             b'{"trackId":2,"type":"TEXT","language":"de"},{"trackId":3,"type":"AUDIO","language":"en"},'
+             b'{"trackId":4,"type":"AUDIO","language":"fr"}]}}]}')
+    for name, command, payload in [
+            ("tracks-subtitles", b"tracks", b"de"), ("tracks-audio", b"tracks", b'{"audio": "fr"}'),
+            ("tracks-active", b"tracks", b'{"active": [2, 4]}'),
+            ("tracks-style", b"tracks", b'{"subtitles": "off", "text_style": {"font_scale": 2, "edge_color": "#00000080"}}'),
+            ("queue-insert-next", b"queue", b'{"insert": [{"url": "http://192.0.2.5/n.mp3", "autoplay": false}], "before": "next"}'),
+            ("queue-remove", b"queue", b'{"remove": [3]}'), ("queue-reorder", b"queue", b'{"reorder": [3, 1], "before": 2}'),
+            ("queue-jump", b"queue", b'{"jump": 1}'), ("queue-repeat", b"queue", b'{"repeat": "all_and_shuffle"}')]:
+        write("command", "movie-" + name, movie + b"\x00cast2mqtt/living_room_tv/command/" + command + b"\x00" + payload)
+    write("command", "log-level-device", b'cast2mqtt/bridge/request/log_level\x00{"device": "kitchen_speaker", "level": "trace"}')
 
 
 def config_seeds():

@@ -14,8 +14,8 @@ import Foundation
 /// with JSONDecoder on it), and then, as a message, through
 /// the connection state machine (opened and answered, with requests pending on the receiver,
 /// media and app namespaces), `CastInbound.classify` (the client's dispatch) and the session
-/// machine the client runs (joining the active app, merging media status, multizone members),
-/// whose session actions are carried out on the connection machine as the client does.
+/// machine the client runs (joining the active app, merging media status, queue items and changes,
+/// multizone members), whose session actions are carried out on the connection machine as the client does.
 func fuzzPayload(_ input: UnsafeRawBufferPointer) {
     var machine = Machine(configuration: CastConnectionConfiguration())
     var session = CastSessionMachine(isGroup: true)
@@ -28,6 +28,7 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
         appId: CastAppID.defaultMediaReceiver, namespaces: [CastNamespace.media], sessionId: "s", transportId: "transport-1")]),
         now: date)
     _ = machine.connectEndpoint("transport-1")
+    var pendingQueue: [CastSessionMachine.QueueRequest] = []
     func run(_ actions: [CastSessionMachine.Action]) {
         for action in actions {
             switch action {
@@ -35,6 +36,9 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
             case .leave(let transport): _ = machine.closeEndpoint(transport)
             case .forget(let transport): machine.forgetEndpoint(transport)
             case .askReceiverStatus, .askMultizoneStatus, .publish: break
+            // The client sends these and reports their end (answered or not) to the machine.
+            case .askQueueItemIds: pendingQueue.append(.itemIds)
+            case .askQueueItems(_, _, let ids): pendingQueue.append(.items(ids))
             }
         }
     }
@@ -74,6 +78,9 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
                 case .receiverStatus(let status)?: run(session.receiverStatus(status, now: date))
                 case .mediaStatus(let status)?: run(session.mediaStatus(status, now: date))
                 case .multizone(let message)?: run(session.multizone(message))
+                case .queueItemIds(let ids)?: run(session.queueItemIds(ids))
+                case .queueItems(let items)?: run(session.queueItems(items))
+                case .queueChange(let change)?: run(session.queueChange(change))
                 case .appMessage, nil: break
                 }
             case .emit(.virtualConnectionClosed(let endpoint)):
@@ -86,6 +93,10 @@ func fuzzPayload(_ input: UnsafeRawBufferPointer) {
                 break
             }
         }
+        // Queue requests end (the device answered them or not): the machine asks the next.
+        let ended = pendingQueue
+        pendingQueue.removeAll()
+        for request in ended { run(session.queueRequestDone(request)) }
         if !open { break }
     }
     _ = machine.shutdown()

@@ -14,6 +14,12 @@ extension DeviceConnection {
             resolveAppWaiters()
         case .mediaStatus(let status)?:
             run(session.mediaStatus(status, now: .now))
+        case .queueItemIds(let ids)?:
+            run(session.queueItemIds(ids))
+        case .queueItems(let items)?:
+            run(session.queueItems(items))
+        case .queueChange(let change)?:
+            run(session.queueChange(change))
         case .multizone(let parsed)?:
             run(session.multizone(parsed))
         case .appMessage(let namespace, let sourceID, let payload)?:
@@ -61,8 +67,25 @@ extension DeviceConnection {
                 }
             case .publish(let snapshot):
                 emitEvent(.snapshot(snapshot))
+            case .askQueueItemIds(let transport, let mediaSessionId):
+                askQueue(.queueGetItemIds(mediaSessionId: mediaSessionId), transport: transport, done: .itemIds)
+            case .askQueueItems(let transport, let mediaSessionId, let ids):
+                askQueue(.queueGetItems(mediaSessionId: mediaSessionId, itemIds: ids), transport: transport, done: .items(ids))
             }
         }
+    }
+
+    /// A queue request of the session machine: its answer arrives as a message (merged by the
+    /// machine before this completes); success or failure, the machine hears that it ended.
+    private func askQueue(_ message: MediaRequest, transport: String, done: CastSessionMachine.QueueRequest) {
+        request(namespace: CastNamespace.media, destination: transport) { .string(message.json(requestId: $0)) }
+            .assumeIsolated()
+            .whenComplete { [self] result in
+                if case .failure(let error) = result {
+                    logger.debug("queue request failed", metadata: ["cast.request": "\(message.type)", "cast.error": "\(error)"])
+                }
+                run(session.queueRequestDone(done))
+            }
     }
 
     // MARK: - Waiters

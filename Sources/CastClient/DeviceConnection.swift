@@ -153,6 +153,7 @@ final class DeviceConnection {
     func received(_ message: CastMessage, generation: Int) {
         guard generation == self.generation else { return }
         CastTraffic.shared.received(message)
+        TrafficLog.log(logger, direction: "in", message)
         run(machine.messageReceived(message, now: clock.now))
         parsedReceiverReply = nil
     }
@@ -195,6 +196,7 @@ final class DeviceConnection {
                 guard let channel else { continue }
                 for message in messages {
                     CastTraffic.shared.sent(message)
+                    TrafficLog.log(logger, direction: "out", message)
                     channel.write(message, promise: nil)
                 }
                 channel.flush()

@@ -6,6 +6,10 @@ package enum CastInbound: Sendable, Hashable {
     case receiverStatus(ReceiverStatus)
     /// A MEDIA_STATUS from the joined app's transport: its first entry (nil for an empty list).
     case mediaStatus(MediaStatus?)
+    /// QUEUE_ITEM_IDS, QUEUE_ITEMS or QUEUE_CHANGE from the joined app's transport.
+    case queueItemIds([Int])
+    case queueItems([QueueItem])
+    case queueChange(QueueChange)
     /// Anything on the multizone namespace that parses.
     case multizone(MultizoneMessage)
     /// A message on an app's own (non-platform) namespace.
@@ -20,9 +24,14 @@ package enum CastInbound: Sendable, Hashable {
             guard case .status(_, let status)? = try? ReceiverResponse.parse(message.payload) else { return nil }
             return .receiverStatus(status)
         case CastNamespace.media:
-            guard let joinedTransport, message.sourceID == joinedTransport,
-                  case .status(_, let list)? = try? MediaResponse.parse(message.payload) else { return nil }
-            return .mediaStatus(list.first)
+            guard let joinedTransport, message.sourceID == joinedTransport else { return nil }
+            switch try? MediaResponse.parse(message.payload) {
+            case .status(_, let list)?: return .mediaStatus(list.first)
+            case .queueItemIds(_, let ids)?: return .queueItemIds(ids)
+            case .queueItems(_, let items)?: return .queueItems(items)
+            case .queueChange(_, let change)?: return .queueChange(change)
+            default: return nil
+            }
         case CastNamespace.multizone:
             guard let parsed = try? MultizoneMessage.parse(message.payload) else { return nil }
             return .multizone(parsed)

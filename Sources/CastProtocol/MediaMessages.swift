@@ -56,7 +56,15 @@ public enum MediaRequest: Sendable, Hashable {
     case setStreamVolume(mediaSessionId: Int, level: Double?, muted: Bool?)
     case queueNext(mediaSessionId: Int)
     case queuePrev(mediaSessionId: Int)
-    case queueUpdate(mediaSessionId: Int, jump: Int)
+    case queueUpdate(QueueUpdateRequest)
+    case queueInsert(QueueInsertRequest)
+    case queueRemove(mediaSessionId: Int, itemIds: [Int])
+    case queueReorder(mediaSessionId: Int, itemIds: [Int], insertBefore: Int?)
+    /// Asks the ids of every item in the queue (answered with QUEUE_ITEM_IDS).
+    case queueGetItemIds(mediaSessionId: Int)
+    /// Asks the items with these ids (answered with QUEUE_ITEMS).
+    case queueGetItems(mediaSessionId: Int, itemIds: [Int])
+    case editTracksInfo(EditTracksRequest)
     case skipAd(mediaSessionId: Int)
     case storeSession(mediaSessionId: Int?)
     case resumeSession(sessionState: JSONValue)
@@ -75,6 +83,12 @@ public enum MediaRequest: Sendable, Hashable {
         case .queueNext: return "QUEUE_NEXT"
         case .queuePrev: return "QUEUE_PREV"
         case .queueUpdate: return "QUEUE_UPDATE"
+        case .queueInsert: return "QUEUE_INSERT"
+        case .queueRemove: return "QUEUE_REMOVE"
+        case .queueReorder: return "QUEUE_REORDER"
+        case .queueGetItemIds: return "QUEUE_GET_ITEM_IDS"
+        case .queueGetItems: return "QUEUE_GET_ITEMS"
+        case .editTracksInfo: return "EDIT_TRACKS_INFO"
         case .skipAd: return "SKIP_AD"
         case .storeSession: return "STORE_SESSION"
         case .resumeSession: return "RESUME_SESSION"
@@ -101,6 +115,12 @@ public enum MediaRequest: Sendable, Hashable {
         var volume: StreamVolume?
         var jump: Int?
         var sessionState: JSONValue?
+        var itemIds: [Int]?
+        var insertBefore: Int?
+        var currentItemId: Int?
+        var currentItemIndex: Int?
+        var shuffle: Bool?
+        var textTrackStyle: JSONValue?
     }
 
     /// The JSON text with `requestId`.
@@ -136,9 +156,33 @@ public enum MediaRequest: Sendable, Hashable {
         case .setStreamVolume(let id, let level, let muted):
             w.mediaSessionId = id
             w.volume = StreamVolume(level: level, muted: muted)
-        case .queueUpdate(let id, let jump):
+        case .queueUpdate(let r):
+            w.mediaSessionId = r.mediaSessionId
+            w.currentItemId = r.currentItemId
+            w.jump = r.jump
+            w.repeatMode = r.repeatMode
+            w.shuffle = r.shuffle
+        case .queueInsert(let r):
+            w.mediaSessionId = r.mediaSessionId
+            w.items = r.items
+            w.insertBefore = r.insertBefore
+            w.currentItemIndex = r.currentItemIndex
+        case .queueRemove(let id, let ids):
             w.mediaSessionId = id
-            w.jump = jump
+            w.itemIds = ids
+        case .queueReorder(let id, let ids, let before):
+            w.mediaSessionId = id
+            w.itemIds = ids
+            w.insertBefore = before
+        case .queueGetItemIds(let id):
+            w.mediaSessionId = id
+        case .queueGetItems(let id, let ids):
+            w.mediaSessionId = id
+            w.itemIds = ids
+        case .editTracksInfo(let r):
+            w.mediaSessionId = r.mediaSessionId
+            w.activeTrackIds = r.activeTrackIds
+            w.textTrackStyle = r.textTrackStyle
         case .storeSession(let id): w.mediaSessionId = id
         case .resumeSession(let state): w.sessionState = state
         }
@@ -176,10 +220,18 @@ public enum MediaResponse: Sendable, Hashable {
     case error(MediaError)
     /// SESSION_STATE answering STORE_SESSION.
     case sessionState(requestId: Int, JSONValue)
+    /// QUEUE_ITEMS answering QUEUE_GET_ITEMS.
+    case queueItems(requestId: Int, [QueueItem])
+    /// QUEUE_ITEM_IDS answering QUEUE_GET_ITEM_IDS.
+    case queueItemIds(requestId: Int, [Int])
+    /// QUEUE_CHANGE: the queue changed (a broadcast, or the answer to a queue edit).
+    case queueChange(requestId: Int, QueueChange)
     case unknown(type: String?)
 
     struct StatusWire: Decodable { var status: [MediaStatus]? }
     struct StateWire: Decodable { var sessionState: JSONValue? }
+    struct ItemsWire: Decodable { var items: [Lenient<QueueItem>]? }
+    struct IdsWire: Decodable { var itemIds: [Int]? }
 
     public static func parse(_ payload: CastPayload) throws -> MediaResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the media namespace") }
@@ -191,6 +243,17 @@ public enum MediaResponse: Sendable, Hashable {
         case "SESSION_STATE":
             let wire = (try? CastJSON.decode(StateWire.self, from: text)) ?? StateWire(sessionState: nil)
             return .sessionState(requestId: header.requestId ?? 0, wire.sessionState ?? .null)
+        case "QUEUE_ITEMS":
+            // Items that do not decode (or have no id) are left out, never the whole answer.
+            let wire = (try? CastJSON.decode(ItemsWire.self, from: text)) ?? ItemsWire(items: nil)
+            let items = (wire.items ?? []).compactMap { $0.value.flatMap { $0.itemId == nil ? nil : $0 } }
+            return .queueItems(requestId: header.requestId ?? 0, items)
+        case "QUEUE_ITEM_IDS":
+            let wire = (try? CastJSON.decode(IdsWire.self, from: text)) ?? IdsWire(itemIds: nil)
+            return .queueItemIds(requestId: header.requestId ?? 0, wire.itemIds ?? [])
+        case "QUEUE_CHANGE":
+            let change = (try? CastJSON.decode(QueueChange.self, from: text)) ?? QueueChange(changeType: nil)
+            return .queueChange(requestId: header.requestId ?? 0, change)
         case let type? where MediaError.types.contains(type):
             var error = (try? CastJSON.decode(MediaError.self, from: text)) ?? MediaError(type: type, requestId: nil)
             error.requestId = header.requestId
@@ -204,11 +267,34 @@ public enum MediaResponse: Sendable, Hashable {
     public func json() -> String {
         struct StatusOut: Encodable { var type = "MEDIA_STATUS"; var requestId: Int; var status: [MediaStatus] }
         struct StateOut: Encodable { var type = "SESSION_STATE"; var requestId: Int; var sessionState: JSONValue }
+        struct ItemsOut: Encodable { var type = "QUEUE_ITEMS"; var requestId: Int; var items: [QueueItem] }
+        struct IdsOut: Encodable { var type = "QUEUE_ITEM_IDS"; var requestId: Int; var itemIds: [Int] }
+        struct ChangeOut: Encodable {
+            var type = "QUEUE_CHANGE"
+            var requestId: Int
+            var changeType: String?
+            var itemIds: [Int]?
+            var insertBefore: Int?
+            var reorderItemIds: [Int]?
+            var sequenceNumber: Int?
+        }
         switch self {
         case .status(let id, let status): return (try? CastJSON.encode(StatusOut(requestId: id, status: status))) ?? "{}"
         case .sessionState(let id, let state): return (try? CastJSON.encode(StateOut(requestId: id, sessionState: state))) ?? "{}"
+        case .queueItems(let id, let items): return (try? CastJSON.encode(ItemsOut(requestId: id, items: items))) ?? "{}"
+        case .queueItemIds(let id, let ids): return (try? CastJSON.encode(IdsOut(requestId: id, itemIds: ids))) ?? "{}"
+        case .queueChange(let id, let c):
+            return (try? CastJSON.encode(ChangeOut(requestId: id, changeType: c.changeType, itemIds: c.itemIds,
+                                                   insertBefore: c.insertBefore, reorderItemIds: c.reorderItemIds,
+                                                   sequenceNumber: c.sequenceNumber))) ?? "{}"
         case .error(let error): return (try? CastJSON.encode(error)) ?? "{}"
         case .unknown(let type): return #"{"type":"\#(type ?? "UNKNOWN")"}"#
         }
     }
+}
+
+/// A list element that decodes to nil instead of failing the whole list.
+struct Lenient<T: Decodable>: Decodable {
+    var value: T?
+    init(from decoder: any Decoder) throws { value = try? T(from: decoder) }
 }

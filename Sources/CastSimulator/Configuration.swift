@@ -36,6 +36,9 @@ public enum SimulatedAppID {
     public static let echo = "E7C0A1B0"
     /// The custom namespace of the echo app.
     public static let echoNamespace = "urn:x-cast:com.cast2mqtt.echo"
+    /// "Sim Music": a media app of its own (as Spotify is), speaking the media namespace with a
+    /// queue of its own; started by another sender with `remoteLoad`.
+    public static let music = "5E3A1C01"
 }
 
 /// Settings of one simulated device. Every field has a default.
@@ -83,9 +86,9 @@ public struct SimulatedDeviceConfiguration: Sendable {
     /// How often the media clock is checked for ends of media and ad clips.
     public var tickInterval: TimeAmount
 
-    /// ALL_BASIC_MEDIA | QUEUE_NEXT | QUEUE_PREV | SKIP_AD | QUEUE_REPEAT | STREAM_TRANSFER.
+    /// ALL_BASIC_MEDIA | QUEUE_NEXT | QUEUE_PREV | QUEUE_SHUFFLE | SKIP_AD | QUEUE_REPEAT | STREAM_TRANSFER.
     public static let defaultSupportedMediaCommands: Int = {
-        let commands: MediaCommands = [.allBasicMedia, .queueNext, .queuePrev, .skipAd, .queueRepeatAll,
+        let commands: MediaCommands = [.allBasicMedia, .queueNext, .queuePrev, .queueShuffle, .skipAd, .queueRepeatAll,
                                        .queueRepeatOne, .streamTransfer]
         return commands.rawValue
     }()

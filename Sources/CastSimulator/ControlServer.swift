@@ -229,6 +229,15 @@ struct ControlRouter: Sendable {
         case "oversized": await device.sendOversizedFrameHeader()
         case "remote_volume":
             await device.setVolumeRemotely(level: json["level"]?.doubleValue, muted: json["muted"]?.boolValue)
+        case "remote_load":
+            // Another sender plays something: {"app_id", "request": LoadRequestData} or
+            // {"app_id", "queue": QUEUE_LOAD body}.
+            let appId = json["app_id"]?.stringValue ?? SimulatedAppID.defaultMediaReceiver
+            let queue = json["queue"]
+            guard let request = queue ?? json["request"] else { return .error(.badRequest, "need \"request\" or \"queue\"") }
+            guard await device.remoteLoad(appId: appId, request: request, queue: queue != nil) else {
+                return .error(.conflict, "could not load (unknown app, or a request that does not load)")
+            }
         case "finish_media":
             guard await device.finishMedia() else { return .error(.conflict, "no media session") }
         case "push_message":

@@ -62,6 +62,18 @@ public struct HostileGenerator: Sendable {
             result.append(Template(name: "MEDIA_STATUS(break)", namespace: CastNamespace.media,
                                    source: context.appTransport, destination: .broadcast, json: rich))
         }
+        // The queue's answers and notices (a sender fetches item metadata with them).
+        let id = context.mediaSessionId
+        for (name, text) in [
+            ("QUEUE_ITEMS", #"{"type":"QUEUE_ITEMS","requestId":0,"items":[{"itemId":1,"autoplay":true,"preloadTime":5,"media":{"contentId":"http://127.0.0.1/q/1.mp3","duration":200,"metadata":{"metadataType":3,"title":"One","artist":"A","images":[{"url":"http://127.0.0.1/1.jpg"}]}}},{"itemId":2,"media":{"contentId":"http://127.0.0.1/q/2.mp3"}}]}"#),
+            ("QUEUE_CHANGE", #"{"type":"QUEUE_CHANGE","requestId":0,"changeType":"INSERT","itemIds":[3,4],"insertBefore":2,"sequenceNumber":\#(id)}"#),
+            ("QUEUE_ITEM_IDS", #"{"type":"QUEUE_ITEM_IDS","requestId":0,"itemIds":[1,2,3,4]}"#),
+        ] {
+            if let json = HostileJSON.parse(text) {
+                result.append(Template(name: name, namespace: CastNamespace.media, source: context.appTransport,
+                                       destination: .broadcast, json: json))
+            }
+        }
         result.append(Template(name: "PING", namespace: CastNamespace.heartbeat, source: CastEndpoint.receiver,
                                destination: .senders, json: .object([.init(key: "type", value: .string("PING"))])))
         if let app = HostileJSON.parse(#"{"type":"X","requestId":0,"data":{"text":"hello","n":1,"on":true,"list":[1,2]}}"#) {

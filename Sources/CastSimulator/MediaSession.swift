@@ -36,6 +36,8 @@ struct MediaSession: Sendable {
     var volume = StreamVolume(level: 1, muted: false)
     var adBreak: AdBreakState?
     var supportedMediaCommands: Int
+    /// The id the next inserted item gets (ids are never reused within a session).
+    var nextItemId = 1
 
     enum Progress: Equatable { case none, changed, itemEnded }
 
@@ -101,6 +103,7 @@ struct MediaSession: Sendable {
     /// Starts item `index` at `position`, entering its position-0 ad break if it has one.
     mutating func start(index: Int, position: Double, playing: Bool, at now: Double) {
         currentIndex = index
+        if let ids = currentItem?.activeTrackIds { activeTrackIds = ids }
         basePosition = 0
         anchor = now
         playerState = playing ? "PLAYING" : "PAUSED"
@@ -144,13 +147,24 @@ struct MediaSession: Sendable {
         return nil
     }
 
+    /// The queue as MEDIA_STATUS lists it: item ids only (a sender asks the items' metadata
+    /// with QUEUE_GET_ITEMS, as with a real receiver's longer queues).
+    var itemIds: [QueueItem] { items.map { QueueItem(itemId: $0.itemId, media: nil, autoplay: nil) } }
+
+    /// The next item, once the current one has no more than that item's `preloadTime` left.
+    func preloadedItemId(at now: Double) -> Int? {
+        guard let next = indexAfterEnd, next != currentIndex, let preload = items[next].preloadTime, preload > 0,
+              let duration, playerState == "PLAYING", adBreak == nil else { return nil }
+        return duration - position(at: now) <= preload ? items[next].itemId : nil
+    }
+
     func status(at now: Double) -> MediaStatus {
         var status = MediaStatus(
             mediaSessionId: mediaSessionId, media: media, playerState: playerState,
             currentTime: position(at: now), playbackRate: playbackRate,
             supportedMediaCommands: supportedMediaCommands, volume: volume, activeTrackIds: activeTrackIds,
-            currentItemId: currentItem?.itemId, items: isQueue ? items : nil,
-            repeatMode: isQueue ? repeatMode : nil)
+            currentItemId: currentItem?.itemId, preloadedItemId: isQueue ? preloadedItemId(at: now) : nil,
+            items: isQueue ? itemIds : nil, repeatMode: isQueue ? repeatMode : nil)
         if let adBreak {
             status.breakStatus = BreakStatus(
                 breakId: adBreak.breakId, breakClipId: adBreak.clipId, currentBreakTime: breakTime(at: now),
@@ -168,7 +182,7 @@ struct MediaSession: Sendable {
             mediaSessionId: mediaSessionId, media: media, playerState: "IDLE", idleReason: reason,
             currentTime: position(at: now), playbackRate: playbackRate,
             supportedMediaCommands: supportedMediaCommands, volume: volume,
-            currentItemId: currentItem?.itemId, items: isQueue ? items : nil,
+            currentItemId: currentItem?.itemId, items: isQueue ? itemIds : nil,
             repeatMode: isQueue ? repeatMode : nil)
         status.activeTrackIds = activeTrackIds
         return status

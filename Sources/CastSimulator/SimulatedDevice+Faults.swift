@@ -133,6 +133,27 @@ extension SimulatedDevice {
         }.get()) ?? false
     }
 
+    /// Plays media as another sender would (the Google Home app, a phone): launches `appId` unless
+    /// it runs, then loads `request` (a `LoadRequestData`, or a QUEUE_LOAD body with `queue`),
+    /// broadcasting the statuses every connected sender sees. False when the app is unknown or
+    /// the request does not load.
+    @discardableResult
+    public func remoteLoad(appId: String, request: JSONValue, queue: Bool = false) async -> Bool {
+        (try? await eventLoop.submit { () -> Bool in
+            guard RunningApp.make(appId: appId) != nil else { return false }
+            if self.app?.appId != appId {
+                self.launch(appId: appId, launchedFromCloud: false)
+                self.broadcastReceiverStatus()
+            }
+            guard let running = self.app, running.kind == .media,
+                  case .success = self.load(request, queue: queue, at: self.configuration.clock.now()),
+                  let session = self.media else { return false }
+            self.broadcast(from: running.transportId, namespace: CastNamespace.media,
+                           json: MediaResponse.status(requestId: 0, [session.status(at: self.configuration.clock.now())]).json())
+            return true
+        }.get()) ?? false
+    }
+
     /// Broadcasts an unsolicited message from the running app (e.g. the echo app) on `namespace`.
     /// False when no (non-idle) app runs.
     @discardableResult

@@ -23,6 +23,8 @@ struct DeviceLoopState: Sendable {
     var volume: ReceiverVolume
     var media: MediaSession?
     var mediaSessionCounter = 0
+    /// `sequenceNumber` of the last QUEUE_CHANGE.
+    var queueChangeCounter = 0
     var heartbeatTask: RepeatedTask?
     var tickTask: RepeatedTask?
     var rebind: Scheduled<Void>?
@@ -104,6 +106,10 @@ extension SimulatedDevice {
     var media: MediaSession? {
         get { loop.value.media }
         set { loop.value.media = newValue }
+    }
+    var queueChangeCounter: Int {
+        get { loop.value.queueChangeCounter }
+        set { loop.value.queueChangeCounter = newValue }
     }
     var mediaSessionCounter: Int {
         get { loop.value.mediaSessionCounter }

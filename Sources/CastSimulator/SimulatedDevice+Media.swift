@@ -68,12 +68,19 @@ extension SimulatedDevice {
 
         guard var session = media else {
             let known: Set<String> = ["PLAY", "PAUSE", "STOP", "SEEK", "SET_PLAYBACK_RATE", "SET_VOLUME", "QUEUE_NEXT",
-                                      "QUEUE_PREV", "QUEUE_UPDATE", "SKIP_AD", "STORE_SESSION", "EDIT_TRACKS_INFO"]
-            if known.contains(type) { error("INVALID_PLAYER_STATE", nil) } else { error("INVALID_REQUEST", "INVALID_COMMAND") }
+                                      "QUEUE_PREV", "QUEUE_UPDATE", "SKIP_AD", "STORE_SESSION"]
+            if known.contains(type) || Self.queueMessageTypes.contains(type) { error("INVALID_PLAYER_STATE", nil) } else { error("INVALID_REQUEST", "INVALID_COMMAND") }
             return
         }
         if let id = json["mediaSessionId"]?.intValue, id != session.mediaSessionId {
             error("INVALID_REQUEST", "INVALID_MEDIA_SESSION_ID")
+            return
+        }
+        let context = MediaReplyContext(requestId: requestId, endpoint: endpoint, source: source, connection: connection, now: now)
+        if handleQueueMessage(type, json, session: session, context) { return }
+        if type == "QUEUE_UPDATE", json["shuffle"]?.boolValue == true, json["jump"] == nil, json["currentItemId"] == nil {
+            if let mode = json["repeatMode"]?.stringValue { session.repeatMode = mode }
+            shuffleQueue(session, context)
             return
         }
         switch type {
@@ -136,8 +143,6 @@ extension SimulatedDevice {
             let playing = session.playerState == "PLAYING"
             session.start(index: index, position: json["currentTime"]?.doubleValue ?? 0, playing: playing, at: now)
         case "SKIP_AD": session.skipAd(at: now)
-        case "EDIT_TRACKS_INFO":
-            if let ids = json["activeTrackIds"]?.arrayValue { session.activeTrackIds = ids.compactMap(\.intValue) }
         case "STORE_SESSION":
             let state = JSONValue.object(["loadRequestData": session.loadRequestSnapshot(at: now)])
             reply(MediaResponse.sessionState(requestId: requestId, state).json(), from: endpoint,
@@ -215,6 +220,7 @@ extension SimulatedDevice {
             playbackRate: request["playbackRate"]?.doubleValue.flatMap { $0 > 0 && $0 <= 16 ? $0 : nil } ?? 1,
             customData: request["customData"], activeTrackIds: request["activeTrackIds"]?.arrayValue?.compactMap(\.intValue),
             supportedMediaCommands: configuration.supportedMediaCommands)
+        session.nextItemId = items.count + 1
         if let media = session.media, let code = Self.failureCode(for: media) {
             let itemId = session.currentItem?.itemId ?? 1
             let idle = session.idleStatus(reason: "ERROR", at: now)
@@ -242,7 +248,9 @@ extension SimulatedDevice {
             media = session
         case .itemEnded:
             if let next = session.indexAfterEnd {
-                session.start(index: next, position: 0, playing: true, at: now)
+                // An item with `autoplay: false` waits, paused, at its start.
+                let item = session.items[next]
+                session.start(index: next, position: item.startTime ?? 0, playing: item.autoplay ?? true, at: now)
                 media = session
             } else {
                 media = nil

@@ -33,6 +33,10 @@ struct RunningApp: Sendable {
                 namespaces: ["urn:x-cast:com.google.cast.cac", "urn:x-cast:com.google.cast.debugoverlay",
                              "urn:x-cast:com.google.cast.broadcast", CastNamespace.media],
                 sessionId: session, launchedFromCloud: launchedFromCloud)
+        case SimulatedAppID.music:
+            return RunningApp(appId: appId, kind: .media, displayName: "Sim Music",
+                              namespaces: [CastNamespace.media, "urn:x-cast:com.cast2mqtt.music"], sessionId: session,
+                              launchedFromCloud: launchedFromCloud)
         case SimulatedAppID.echo:
             return RunningApp(appId: appId, kind: .echo, displayName: "cast2mqtt Echo",
                               namespaces: [SimulatedAppID.echoNamespace], sessionId: session,

@@ -75,7 +75,7 @@ public struct TailLogHandler: LogHandler {
         tail.append("\(Self.timestamp()) \(event.level) \(label):\(fields) \(event.message)")
     }
 
-    static func timestamp() -> String {
+    public static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = time_t(now.tv_sec)

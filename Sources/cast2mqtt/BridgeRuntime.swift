@@ -36,7 +36,8 @@ final class BridgeRuntime: Service, Sendable {
             logger.warning("the bridge is overloaded: coalescing device statuses, answering new commands busy",
                            metadata: ["inputs.waiting": "\(waiting)"])
         })
-        observers = RuntimeObservers(configuration: configuration, logger: logger, metrics: metrics, logTail: logTail, inputs: inputs)
+        observers = RuntimeObservers(configuration: configuration, logger: .component("web"), metrics: metrics, logTail: logTail,
+                                     inputs: inputs)
     }
 
     func run() async throws {
@@ -54,7 +55,7 @@ final class BridgeRuntime: Service, Sendable {
         }
         // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
-                                       logger: logger, onEvent: { [inputs, observers] event in
+                                       logger: .component("mqtt"), onEvent: { [inputs, observers] event in
             observers.mqtt(event)
             switch event {
             case .connected: inputs.push(.bridge(.mqttConnected))
@@ -66,18 +67,18 @@ final class BridgeRuntime: Service, Sendable {
         })
         let qos = Adapt.qos(configuration.mqtt.qos)
         for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
-        let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: logger)
-        let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: logger,
+        let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: .component("discovery"))
+        let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: .component("cast"),
                               inputs: inputs)
         let fetcher: EurekaInfoFetcher?
         do {
-            fetcher = try EurekaInfoFetcher(group: group, logger: logger)
+            fetcher = try EurekaInfoFetcher(group: group, logger: .component("discovery"))
         } catch {
             logger.warning("cannot read eureka_info (static devices get no facts from it)", metadata: ["eureka.error": "\(error)"])
             fetcher = nil
         }
         let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration), fetcher: fetcher,
-                                      inputs: inputs, logger: logger)
+                                      inputs: inputs, logger: .component("discovery"))
         let consumer = NIOLoopBoundBox.makeBoxSendingValue(
             Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, fleet: fleet,
                      facts: facts, sessions: sessions, published: published),

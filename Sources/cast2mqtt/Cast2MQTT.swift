@@ -35,23 +35,23 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// The stderr logger (and, with `tail`, the web page's log tail next to it).
+    /// The configuration with `--log-level` in `log.level`.
+    func effective(_ configuration: BridgeConfiguration) throws -> BridgeConfiguration {
+        guard let name = logLevel else { return configuration }
+        guard Logger.Level(rawValue: name.lowercased()) != nil else { throw ValidationError("unknown log level '\(name)'") }
+        var c = configuration
+        c.log.level = name.lowercased()
+        return c
+    }
+
+    /// The daemon's logging (Logging.swift): a logger per component at the levels of
+    /// `configuration.log`, to stderr and, with `tail`, to the web page's log tail. Returns the
+    /// `bridge` component's logger.
     func logger(for configuration: BridgeConfiguration, tail: LogTail? = nil) throws -> Logger {
-        let name = logLevel ?? configuration.log.level
-        guard let level = Logger.Level(rawValue: name.lowercased()) else {
-            throw ValidationError("unknown log level '\(name)'")
-        }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            guard let tail else { return handler }
-            var tailHandler = TailLogHandler(label: label, tail: tail)
-            tailHandler.logLevel = level
-            return MultiplexLogHandler([handler, tailHandler])
-        }
-        var logger = Logger(label: "cast2mqtt")
-        logger.logLevel = level
-        return logger
+        let control = LogControl.shared
+        control.apply(LogLevels(try effective(configuration).log))
+        LoggingSystem.bootstrap { label in ComponentLogHandler(label: label, control: control, tail: tail) }
+        return Logger(label: LogLabel.root)
     }
 }
 
@@ -62,7 +62,7 @@ extension Cast2MQTT {
         @OptionGroup var options: CommonOptions
 
         func run() async throws {
-            let config = try options.load()
+            let config = try options.effective(try options.load())
             let tail = LogTail()
             let logger = try options.logger(for: config, tail: config.web.enabled ? tail : nil)
             let metrics = BridgeMetrics.bootstrap(version: config.version)

@@ -32,6 +32,7 @@ final class Consumer {
     var skippedWhileDown = 0
     var sessionsPacer = SavePacer()
     var publishedPacer = SavePacer()
+    let homeAssistantLogger = Logger.component("homeassistant")
     /// The polite closes of clients the core forgot and not done yet, awaited at shutdown.
     var closing: [Int: EventLoopFuture<Void>] = [:]
     var nextClose = 0
@@ -120,6 +121,8 @@ final class Consumer {
         runtime.observers.applied(output, now: now)
         for line in output.logs { logger.info("\(line)") }
         for line in output.debugLogs { logger.debug("\(line)") }
+        for line in output.homeAssistantLogs { homeAssistantLogger.info("\(line)") }
+        if let levels = output.logLevels { LogControl.shared.apply(levels) }
         for publication in output.publications { publish(publication) }
         for operation in output.operations { start(operation) }
         for id in output.forgotten {

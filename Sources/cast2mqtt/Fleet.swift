@@ -70,7 +70,8 @@ struct Fleet {
     }
 
     private mutating func startClient(_ record: CastDeviceRecord) {
-        var deviceLogger = logger
+        // Its own logger: `log.devices` / `bridge/request/log_level` can trace this device alone.
+        var deviceLogger = Logger(label: LogLabel.device(record.id))
         deviceLogger[metadataKey: "cast.device"] = "\(record.friendlyName) (\(record.id))"
         do {
             let id = record.id

@@ -54,7 +54,10 @@ import Testing
         #expect(doc["queue"]?["current_item_id"] == .number(7))
         #expect(doc["queue"]?["repeat_mode"] == .string("off"))
         #expect(doc["queue"]?["items"]?.arrayValue?.count == 2)
-        #expect(doc["queue"]?["items"]?.arrayValue?.last == .object(["item_id": .number(8), "content_id": .string("http://192.0.2.5/next.mp3"), "title": .string("Next")]))
+        #expect(doc["queue"]?["items"]?.arrayValue?.last == .object(["item_id": .number(8), "content_id": .string("http://192.0.2.5/next.mp3"), "title": .string("Next"),
+                                                                     "artist": .null, "duration": .null, "autoplay": .null, "images": .array([])]))
+        #expect(doc["tracks"] == .array([]))
+        #expect(doc["active_tracks"] == .array([]))
         #expect(doc["break_status"] == .object(["break_id": .string("b1"), "break_clip_id": .string("c1"), "current_break_time": .number(3.5),
                                                 "current_break_clip_time": .number(1.5), "when_skippable": .number(5)]))
         #expect(doc["video_info"] == .object(["width": .number(1920), "height": .number(1080), "hdr_type": .string("sdr")]))
@@ -62,7 +65,7 @@ import Testing
         #expect(doc["updated_at"] == .string(iso8601(t0)))
         // Keys are sorted in the published bytes.
         let text = try #require(out.on(mediaTopic).last?.text)
-        #expect(text.hasPrefix(#"{"album":"Album","album_artist":"AA","app_id":"CC1AD845""#))
+        #expect(text.hasPrefix(#"{"active_tracks":[],"album":"Album","album_artist":"AA","app_id":"CC1AD845""#))
     }
 
     @Test func receiverDocument() throws {

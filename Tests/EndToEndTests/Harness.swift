@@ -80,10 +80,12 @@ final class BridgeHarness: @unchecked Sendable {
     ///   - prepare: sets up the simulator instead of `names` (devices on addresses of their own,
     ///     groups) and returns its devices.
     ///   - discovery: the `discovery:` section's lines instead of the static entries of `devices`.
+    ///   - supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
          broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
-         prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil) async throws {
+         prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil,
+         supportedMediaCommands: [String: Int] = [:]) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
@@ -92,8 +94,9 @@ final class BridgeHarness: @unchecked Sendable {
             devices = try await prepare(simulator)
         } else {
             for name in names {
-                devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(
-                    name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))))
+                var configuration = SimulatedDeviceConfiguration(name: name, launchLatency: .milliseconds(50), replyLatency: .milliseconds(1))
+                if let commands = supportedMediaCommands[name] { configuration.supportedMediaCommands = commands }
+                devices.append(try await simulator.addDevice(configuration))
             }
         }
         self.devices = devices
@@ -245,8 +248,10 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 topics: [String: String] = [:], environment: [String: String] = [:],
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
+                supportedMediaCommands: [String: Int] = [:],
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
-                                                  broker: broker, prepare: prepare, discovery: discovery),
+                                                  broker: broker, prepare: prepare, discovery: discovery,
+                                                  supportedMediaCommands: supportedMediaCommands),
                           close: { await $0.close() }, body)
 }

@@ -1,7 +1,8 @@
 """The bridge's Home Assistant discovery, checked by a real Home Assistant Core (2025.4.4).
 
-One scenario in steps (file order): entities appear, follow the devices, drive the devices,
-survive bridge and Home Assistant restarts, and go away when a device is removed.
+One scenario in steps (file order): entities appear, follow the devices, drive the devices (the
+subtitle and audio selects with a movie's tracks), survive bridge and Home Assistant restarts,
+and go away when a device is removed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ DEVICE_OBJECTS = [
     ("sensor", "media_duration"), ("sensor", "media_position"), ("image", "artwork"), ("sensor", "app"),
     ("number", "volume"), ("switch", "mute"), ("select", "playback_rate"), ("button", "play"), ("button", "pause"),
     ("button", "stop"), ("button", "next"), ("button", "previous"), ("text", "load_url"), ("event", "last_command"),
+    ("select", "subtitles"), ("select", "audio_language"),
 ]
 BRIDGE_OBJECTS = [("binary_sensor", "connection"), ("sensor", "devices"), ("sensor", "online_devices"),
                   ("button", "refresh")]
@@ -39,10 +41,15 @@ def all_entities() -> set[str]:
     return entities(LR) | entities(KT) | BRIDGE_ENTITIES
 
 
+def conditional_entities(topic: str) -> set[str]:
+    """Entities available only while the media has them: artwork, text tracks, audio tracks."""
+    return {f"image.{topic}_artwork", f"select.{topic}_subtitles", f"select.{topic}_audio_language"}
+
+
 def available_entities() -> set[str]:
-    """Every entity that is available whenever the bridge and the devices are up (artwork only
-    while there is some)."""
-    return all_entities() - {f"image.{LR}_artwork", f"image.{KT}_artwork"}
+    """Every entity that is available whenever the bridge and the devices are up (artwork and the
+    track selects only while the media has them)."""
+    return all_entities() - conditional_entities(LR) - conditional_entities(KT)
 
 
 def assert_clean_log(ha) -> None:
@@ -88,8 +95,9 @@ def test_entities_of_every_device_and_of_the_bridge(bridge, ha, mqtt):
         assert d["via_device_id"] == bridge_device["id"]
         assert d["name"] == name
     wait_available(ha, available_entities())
-    # No artwork while nothing plays: the image entity says so by being unavailable.
-    assert ha.state(f"image.{LR}_artwork")["state"] == UNAVAILABLE
+    # No artwork and no tracks while nothing plays: those entities say so by being unavailable.
+    for entity_id in conditional_entities(LR):
+        assert ha.state(entity_id)["state"] == UNAVAILABLE, entity_id
     assert ha.state("binary_sensor.cast2mqtt_bridge_connection")["state"] == "on"
     ha.wait_state("sensor.cast2mqtt_bridge_devices", "2")
     ha.wait_state("sensor.cast2mqtt_bridge_online_devices", "2")
@@ -175,6 +183,48 @@ def test_service_calls_reach_the_device(bridge, ha, sim):
     ha.wait_state(f"sensor.{LR}_state", "playing")
     event = ha.wait_state(f"event.{LR}_last_command", lambda s: s["attributes"].get("command") == "load")
     assert event["attributes"]["event_type"] == "ok"
+    assert_clean_log(ha)
+
+
+MOVIE = {
+    "url": "http://127.0.0.1:9/media/movie.mp4", "title": "Movie", "content_type": "video/mp4",
+    "tracks": [{"id": 1, "type": "text", "language": "en", "name": "English", "content_id": "http://127.0.0.1:9/en.vtt"},
+               {"id": 2, "type": "text", "language": "de", "content_id": "http://127.0.0.1:9/de.vtt"},
+               {"id": 3, "type": "audio", "language": "en"}, {"id": 4, "type": "audio", "language": "fr"}],
+    "active_tracks": [3],
+}
+
+
+def test_subtitle_and_audio_selects_follow_the_tracks(bridge, ha, sim, mqtt):
+    """A movie with subtitles in two languages and two audio languages: the selects become
+    available with those options and the active ones, choosing an option sends EDIT_TRACKS_INFO
+    with the right track ids, and media without tracks makes them unavailable again."""
+    import json
+
+    subtitles, audio = f"select.{LR}_subtitles", f"select.{LR}_audio_language"
+    mqtt.publish(f"cast2mqtt/{LR}/command/load", json.dumps(MOVIE))
+    state = ha.wait_state(subtitles, "off")
+    assert state["attributes"]["options"] == ["off", "en", "de"]
+    state = ha.wait_state(audio, "en")
+    assert state["attributes"]["options"] == ["en", "fr"]
+
+    def edits() -> list[dict]:
+        return sim.received(LR_ID, namespace="urn:x-cast:com.google.cast.media", type="EDIT_TRACKS_INFO")
+    ha.call("select", "select_option", entity_id=subtitles, option="de")
+    wait_for(lambda: edits() and edits()[-1]["payload"].get("activeTrackIds") == [3, 2], 20, 0.2, "EDIT_TRACKS_INFO for German")
+    ha.wait_state(subtitles, "de")
+    ha.call("select", "select_option", entity_id=audio, option="fr")
+    wait_for(lambda: edits()[-1]["payload"].get("activeTrackIds") == [2, 4], 20, 0.2, "EDIT_TRACKS_INFO for French audio")
+    ha.wait_state(audio, "fr")
+    ha.call("select", "select_option", entity_id=subtitles, option="off")
+    wait_for(lambda: edits()[-1]["payload"].get("activeTrackIds") == [4], 20, 0.2, "subtitles off")
+    ha.wait_state(subtitles, "off")
+
+    # Music without tracks: the selects are unavailable again.
+    mqtt.publish(f"cast2mqtt/{LR}/command/load", json.dumps({"url": MEDIA, "title": "Song"}))
+    ha.wait_state(subtitles, UNAVAILABLE)
+    ha.wait_state(audio, UNAVAILABLE)
+    ha.wait_state(f"sensor.{LR}_state", "playing")
     assert_clean_log(ha)
 
 

@@ -7,9 +7,6 @@ devices (a reboot: no app, volume 0.5, nothing recorded) and waits until the bri
 Assistant show that, so each test stands alone and can fail alone. A test that stops the bridge
 or cuts a connection puts it back in `finally`. Every wait is bounded; nothing asserts timings.
 
-Tests of behaviour that needs a bridge-side feature of issue #17/#18 which the daemon does not
-have yet are marked `needs_bridge(...)`: strict xfail, so they run, and fail the suite the moment
-the feature lands and the marker is still there.
 """
 
 from __future__ import annotations
@@ -50,10 +47,6 @@ DING = "media-source://media_source/local/ding.mp3"
 PAUSE, SEEK, VOLUME_SET, VOLUME_MUTE, PREVIOUS, NEXT = 1, 2, 4, 8, 16, 32
 TURN_ON, TURN_OFF, PLAY_MEDIA, VOLUME_STEP, STOP, PLAY = 128, 256, 512, 1024, 4096, 16384
 SHUFFLE_SET, REPEAT_SET = 32768, 262144
-
-
-def needs_bridge(feature: str):
-    return pytest.mark.xfail(strict=True, reason=f"needs bridge: {feature}")
 
 
 # The module's Home Assistant: the integration loaded from the repository folder, a test TTS
@@ -388,7 +381,6 @@ def test_next_and_previous_in_a_queue(env: Env):
     ha.wait_state(TV, lambda s: s["attributes"].get("media_content_id") == SONG)
 
 
-@needs_bridge("queue command (insert)")
 def test_enqueue_add_inserts_at_the_end_without_interrupting(env: Env):
     """On item 1 of a 3-item queue, enqueue add puts the new item last; nothing is reloaded (a
     device describes only the current item, so a reload loses the others)."""
@@ -408,7 +400,6 @@ def test_enqueue_add_inserts_at_the_end_without_interrupting(env: Env):
     assert ha.state(TV)["attributes"]["media_content_id"] == SONG
 
 
-@needs_bridge("queue command (insert before next)")
 def test_enqueue_next_inserts_after_the_current_item(env: Env):
     ha = env.ha
     load_queue(env, [SONG, SONG2, SONG3])
@@ -421,7 +412,6 @@ def test_enqueue_next_inserts_after_the_current_item(env: Env):
     assert ha.state(TV)["attributes"]["media_content_id"] == SONG
 
 
-@needs_bridge("queue command (insert, jump)")
 def test_enqueue_play_plays_now_and_keeps_the_queue(env: Env):
     ha = env.ha
     load_queue(env, [SONG, SONG2, SONG3])
@@ -441,7 +431,6 @@ def test_enqueue_with_nothing_playing_loads_the_item(env: Env):
     assert loaded_urls(env) == [SONG]
 
 
-@needs_bridge("queue command (repeat)")
 def test_repeat_follows_the_queue(env: Env):
     ha = env.ha
     load_queue(env, [SONG, SONG2])
@@ -450,6 +439,36 @@ def test_repeat_follows_the_queue(env: Env):
     update = wait_received(env, TV_ID, MEDIA, "QUEUE_UPDATE", 1, "QUEUE_UPDATE with the repeat mode")
     assert update["payload"]["repeatMode"] == "REPEAT_ALL"
     ha.wait_state(TV, lambda s: s["attributes"].get("repeat") == "all")
+
+
+def test_shuffle_reorders_the_queue_once(env: Env):
+    ha = env.ha
+    load_queue(env, [SONG, SONG2, SONG3])
+    assert features(env) & SHUFFLE_SET
+    service(ha, "media_player", "shuffle_set", entity_id=TV, shuffle=True)
+    update = wait_received(env, TV_ID, MEDIA, "QUEUE_UPDATE", 1, "QUEUE_UPDATE with shuffle")
+    assert update["payload"]["shuffle"] is True
+    barrier(env)
+    media = env.observer.json("cast2mqtt/living_room_tv/media")
+    assert sorted(i["content_id"] for i in media["queue"]["items"]) == sorted([SONG, SONG2, SONG3])
+    assert ha.state(TV)["attributes"]["media_content_id"] == SONG, "what plays goes on"
+
+
+def test_enqueue_into_another_apps_queue_is_refused(env: Env):
+    """A media app the bridge did not start (here cast-sim's Sim Music, as Spotify) owns its
+    queue: enqueue is refused with a clear error instead of replacing the app."""
+    ha = env.ha
+    env.sim.fault(TV_ID, {"action": "remote_load", "app_id": "5E3A1C01",
+                          "queue": {"items": [{"media": {"contentId": "music:track:1"}}, {"media": {"contentId": "music:track:2"}}]}})
+    ha.wait_state(TV, lambda s: s["state"] == "playing" and s["attributes"].get("app_name") == "Sim Music")
+    launches = len(received(env, TV_ID, RECEIVER, "LAUNCH"))
+    error = service_error(ha, "media_player", "play_media", entity_id=TV, media_content_id=SONG, media_content_type="music",
+                          enqueue="add")
+    assert "bridge did not start" in error["message"], error
+    barrier(env)
+    assert received(env, TV_ID, MEDIA, "QUEUE_INSERT") == []
+    assert len(received(env, TV_ID, RECEIVER, "LAUNCH")) == launches
+    assert ha.state(TV)["attributes"].get("app_name") == "Sim Music"
 
 
 def test_turn_on_leaves_a_running_app_alone(env: Env):

@@ -236,6 +236,55 @@ def test_healthz_follows_the_loop(bridge, mqtt):
     wait_for(lambda: requests.get(f"{bridge.url}/healthz", timeout=5).status_code == 200, 20, 0.2, "/healthz to recover")
 
 
+def bridge_request(mqtt, name: str, body: dict) -> dict:
+    """A bridge request through MQTT; returns its response."""
+    request_id = f"t-{uuid.uuid4().hex[:8]}"
+    mqtt.publish(f"cast2mqtt/bridge/request/{name}", json.dumps({**body, "id": request_id}))
+    return wait_for(lambda: (r := mqtt.json(f"cast2mqtt/bridge/response/{name}")) and r.get("id") == request_id and r, 15, 0.05,
+                    f"the answer to {name}")
+
+
+def cast_lines(page) -> list[str]:
+    return [line for line in text_of(page, '[data-role="logs"]').splitlines() if "cast message" in line]
+
+
+def test_the_trace_switch_logs_one_devices_cast_traffic(page, bridge, mqtt):
+    page.goto(page.base + f"/device/{KITCHEN}")
+    switch = page.locator('input[data-role="trace"]')
+    wait_for(lambda: switch.is_enabled(), 15, 0.05, "the switch to read the bridge's levels")
+    assert not switch.is_checked()
+    switch.check()
+    wait_for(lambda: switch.is_enabled() and switch.is_checked(), 15, 0.05, "the bridge to confirm")
+    assert KITCHEN in bridge_request(mqtt, "log_level", {})["data"]["devices"]
+    try:
+        # Both devices talk; only the kitchen's messages reach the log (the others stay at info).
+        for topic in (LIVING, KITCHEN):
+            mqtt.publish(f"cast2mqtt/{topic}/command/refresh", "{}")
+        page.goto(page.base + "/bridge")
+        wait_for(lambda: any("RECEIVER_STATUS" in line for line in cast_lines(page)), 15, 0.1, "the kitchen's traffic in the log")
+        lines = cast_lines(page)
+        assert all("Kitchen" in line for line in lines), lines[:5]
+        assert any("cast.payload=" in line for line in lines), "payloads at trace"
+    finally:
+        page.goto(page.base + f"/device/{KITCHEN}")
+        wait_for(lambda: switch.is_enabled() and switch.is_checked(), 15, 0.05, "the switch to show it on")
+        switch.uncheck()
+        wait_for(lambda: switch.is_enabled() and not switch.is_checked(), 15, 0.05, "the bridge to confirm it off")
+    assert bridge_request(mqtt, "log_level", {})["data"]["devices"] == []
+
+
+def test_a_queue_item_plays_when_clicked(page, bridge, mqtt):
+    load(mqtt, KITCHEN, queue=[{"url": "http://media.example/q-1.mp3", "title": "First"},
+                              {"url": "http://media.example/q-2.mp3", "title": "Second"}])
+    page.goto(page.base + f"/device/{KITCHEN}")
+    # The device lists its queue by ids; the bridge fetches the titles, the page shows them.
+    wait_for(lambda: "Second" in text_of(page, '[data-role="queue"]'), 15, 0.05, "the queue's titles")
+    page.locator('[data-role="queue"] li:not(.current) button[data-command="jump"]').click()
+    wait_text(page, '[data-role="title"]', "Second", timeout=10)
+    mqtt.publish(f"cast2mqtt/{KITCHEN}/command/quit", "{}")
+    wait_for(lambda: mqtt.get(f"cast2mqtt/{KITCHEN}/state") == b"off", 15, 0.1, "the kitchen to be off again")
+
+
 def test_the_websocket_refuses_a_foreign_origin(bridge):
     assert upgrade(bridge.url, "http://evil.example") == 400, "the upgrade is refused"
     assert upgrade(bridge.url, bridge.url) == 101

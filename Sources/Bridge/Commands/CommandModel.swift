@@ -17,6 +17,10 @@ public enum DeviceCommand: Sendable, Hashable {
     case refresh
     case announce(AnnounceCommand)
     case skipAd
+    /// Subtitles, audio language, active tracks, text style (EDIT_TRACKS_INFO).
+    case tracks(TracksCommand)
+    /// Edits of the receiver's queue (QUEUE_INSERT / REMOVE / REORDER / UPDATE).
+    case queue(QueueCommand)
 }
 
 extension DeviceCommand {
@@ -25,6 +29,7 @@ extension DeviceCommand {
     var changesWhatPlays: Bool {
         switch self {
         case .load, .stop, .launch, .quit, .transfer, .next, .previous: return true
+        case .queue(let queue): return queue.jumps
         default: return false
         }
     }
@@ -127,4 +132,6 @@ public enum BridgeRequest: Sendable, Hashable {
     case healthCheck
     /// Forget a device: clear its retained topics and discovery configs.
     case remove(device: String)
+    /// Change log levels at run time (or, empty, read them).
+    case logLevel(LogLevelRequest)
 }

@@ -37,6 +37,8 @@ extension CommandParser {
                 return .transfer(to: to, keepSource: try f.bool("keep_source") ?? false)
             }
         case .announce: return .announce(try parseAnnounce(f))
+        case .tracks: return .tracks(try parseTracks(f))
+        case .queue: return .queue(try parseQueue(f))
         }
     }
 

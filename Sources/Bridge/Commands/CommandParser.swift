@@ -19,12 +19,14 @@ public struct CommandParser: Sendable {
         case load, play, pause, toggle, stop, seek, rate, volume, mute, next, previous, launch, quit, send, transfer,
              refresh, announce
         case skipAd = "skip_ad"
+        case tracks, queue
     }
 
     /// The bridge requests (`bridge/request/<name>`): the one list of their names.
     enum RequestName: String, CaseIterable {
         case devices, refresh, transfer, remove
         case healthCheck = "health_check"
+        case logLevel = "log_level"
     }
 
     static var commandNames: [String] { CommandName.allCases.map(\.rawValue) }
@@ -171,6 +173,7 @@ public struct CommandParser: Sendable {
             case .devices?: try f.noValue(); return .success((.devices, id))
             case .refresh?: try f.noValue(); return .success((.refresh, id))
             case .healthCheck?: try f.noValue(); return .success((.healthCheck, id))
+            case .logLevel?: return .success((.logLevel(try parseLogLevel(body)), id))
             case .transfer?:
                 guard case .json = body else {
                     throw BridgeError.invalid("transfer needs a JSON object like {\"from\": \"kitchen\", \"to\": \"living_room_tv\"}")

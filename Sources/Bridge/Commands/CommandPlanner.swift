@@ -13,10 +13,17 @@ enum CommandPlanner {
         case announce(AnnounceCommand)
     }
 
-    /// Decides what to send, or why nothing can be sent.
-    static func plan(_ command: DeviceCommand, device: DeviceRecord) -> Result<Plan, BridgeError> {
+    /// Decides what to send, or why nothing can be sent. `loadedSession`: the app session the
+    /// bridge's own `load` started on this device (`BridgeLoads`), whose queue it may edit.
+    static func plan(_ command: DeviceCommand, device: DeviceRecord, loadedSession: String? = nil) -> Result<Plan, BridgeError> {
         func single(_ kind: CastOperationKind) -> Result<Plan, BridgeError> { .success(.single(kind, timeout: nil)) }
         switch command {
+        case .tracks(let tracks):
+            return tracksPlan(tracks, device: device).map { .single(.media($0), timeout: nil) }
+        case .queue(let queue):
+            let app = device.activeApp
+            let owns = app?.appId == CastAppID.defaultMediaReceiver || (app?.sessionId != nil && app?.sessionId == loadedSession)
+            return queuePlan(queue, device: device, ownsQueue: owns).map { .single(.media($0), timeout: nil) }
         case .play, .pause, .toggle, .stop, .seek, .rate, .next, .previous, .skipAd:
             return mediaPlan(command, device: device).map { .single(.media($0), timeout: nil) }
         case .volume(let change):

@@ -47,7 +47,8 @@ extension BridgeCore {
     mutating func startCommand(_ command: DeviceCommand, device id: DeviceID, _ ctx: CommandContext, now: Date,
                                _ out: inout BridgeOutput) {
         guard let device = record(id) else { return }
-        switch CommandPlanner.plan(command, device: device) {
+        if case .load(let load) = command { loads.starting(load, on: device) }
+        switch CommandPlanner.plan(command, device: device, loadedSession: loads.session(id)) {
         case .failure(let error):
             respond(ctx, .failure(error), &out)
         case .success(.single(let kind, let timeout)):

@@ -4,9 +4,10 @@ import CastProtocol
 enum MediaBuilder {
     static let loadKeys: Set<String> = ["url", "content_type", "stream_type", "title", "subtitle", "artist", "album",
                                         "images", "metadata_type", "autoplay", "position", "rate", "custom_data",
-                                        "app_id", "queue", "repeat", "breaks", "break_clips"]
+                                        "app_id", "queue", "repeat", "breaks", "break_clips", "tracks", "active_tracks",
+                                        "text_style"]
     static let itemKeys: Set<String> = ["url", "content_type", "stream_type", "title", "subtitle", "artist", "album",
-                                        "images", "metadata_type", "custom_data"]
+                                        "images", "metadata_type", "custom_data", "autoplay", "preload_time", "start_time"]
     static let maxQueueItems = 200
 
     /// A URL or content id: 1-4096 bytes, no spaces or control characters.
@@ -91,14 +92,7 @@ enum MediaBuilder {
         if let position, position < 0 || position > 10_000_000 { throw BridgeError.invalid("\"position\" must be 0 or more seconds") }
         let rate = try f.number("rate")
         if let rate, !(0.5...2.0).contains(rate) { throw BridgeError.invalid("\"rate\" must be from 0.5 to 2.0") }
-        let repeatMode: String
-        switch try f.string("repeat")?.lowercased() {
-        case nil, "off": repeatMode = "REPEAT_OFF"
-        case "all": repeatMode = "REPEAT_ALL"
-        case "one", "single": repeatMode = "REPEAT_SINGLE"
-        case "all_and_shuffle", "shuffle": repeatMode = "REPEAT_ALL_AND_SHUFFLE"
-        default: throw BridgeError.invalid("\"repeat\" must be off, all, one or all_and_shuffle")
-        }
+        let repeatMode = try repeatMode(try f.string("repeat"))
         let breaks = try jsonArray(f, "breaks"), breakClips = try jsonArray(f, "break_clips")
 
         if let rawQueue = f.dict["queue"], !rawQueue.isNull {
@@ -108,13 +102,10 @@ enum MediaBuilder {
             guard let list = rawQueue.arrayValue, !list.isEmpty, list.count <= maxQueueItems else {
                 throw BridgeError.invalid("\"queue\" must be a list of 1-\(maxQueueItems) items like {\"url\": ..., \"title\": ...}")
             }
-            var items: [QueueItem] = []
-            for (n, entry) in list.enumerated() {
-                guard case .object(let dict) = entry else { throw BridgeError.invalid("queue item \(n) must be an object with \"url\"") }
-                let itemFields = Fields(body: .json(dict), command: "queue item \(n)")
-                try itemFields.allow(itemKeys)
-                items.append(QueueItem(media: try media(itemFields), autoplay: true))
+            for key in ["tracks", "active_tracks", "text_style"] where f.dict[key].map({ !$0.isNull }) ?? false {
+                throw BridgeError.invalid("\"\(key)\" goes with \"url\" (one media item), not with \"queue\"")
             }
+            let items = try list.enumerated().map { try queueItem($1, index: $0) }
             let queue = QueueLoadRequest(items: items, startIndex: 0, repeatMode: repeatMode, currentTime: position,
                                          customData: f.dict["custom_data"].flatMap { $0.isNull ? nil : $0 })
             return LoadCommand(appId: appId, load: nil, queue: queue)
@@ -122,9 +113,87 @@ enum MediaBuilder {
         var info = try media(f)
         info.breaks = breaks
         info.breakClips = breakClips
-        var request = LoadRequest(media: info, autoplay: autoplay, currentTime: position, playbackRate: rate)
+        let trackList = try tracks(f)
+        if !trackList.isEmpty { info.tracks = .array(trackList.map(\.json)) }
+        if let raw = f.dict["text_style"], !raw.isNull { info.textTrackStyle = try CommandParser.textStyle(raw) }
+        var active: [Int]?
+        if let raw = f.dict["active_tracks"], !raw.isNull {
+            let ids = try CommandParser.itemIds(raw, key: "active_tracks", allowEmpty: true, limit: CommandParser.maxTrackIds)
+            if let unknown = ids.first(where: { id in !trackList.contains { $0.trackId == id } }) {
+                throw BridgeError.invalid("\"active_tracks\" names track \(unknown), which \"tracks\" does not list")
+            }
+            active = ids
+        }
+        var request = LoadRequest(media: info, autoplay: autoplay, currentTime: position, playbackRate: rate, activeTrackIds: active)
         if repeatMode != "REPEAT_OFF" { request.queueData = .object(["repeatMode": .string(repeatMode)]) }
         return LoadCommand(appId: appId, load: request, queue: nil)
+    }
+
+    /// `repeat`: `off` (default), `all`, `one`, `all_and_shuffle` as the Cast repeat mode.
+    static func repeatMode(_ word: String?) throws -> String {
+        switch word?.lowercased() {
+        case nil, "off": return "REPEAT_OFF"
+        case "all": return "REPEAT_ALL"
+        case "one", "single": return "REPEAT_SINGLE"
+        case "all_and_shuffle", "shuffle": return "REPEAT_ALL_AND_SHUFFLE"
+        default: throw BridgeError.invalid("\"repeat\" must be off, all, one or all_and_shuffle")
+        }
+    }
+
+    /// One item of `load`'s `queue` or of `queue`'s `insert`: the media keys, plus `autoplay`
+    /// (default true), `preload_time` and `start_time` (seconds).
+    static func queueItem(_ entry: JSONValue, index n: Int) throws -> QueueItem {
+        guard case .object(let dict) = entry else { throw BridgeError.invalid("queue item \(n) must be an object with \"url\"") }
+        let f = Fields(body: .json(dict), command: "queue item \(n)")
+        try f.allow(itemKeys)
+        var item = QueueItem(media: try media(f), autoplay: try f.bool("autoplay") ?? true)
+        for (key, path) in [("preload_time", \QueueItem.preloadTime), ("start_time", \QueueItem.startTime)] {
+            guard let value = try f.number(key) else { continue }
+            guard value >= 0, value <= 10_000_000 else { throw BridgeError.invalid("\"\(key)\" must be 0 or more seconds") }
+            item[keyPath: path] = value
+        }
+        return item
+    }
+
+    static let trackTypes = ["text", "audio", "video"]
+    static let trackSubtypes = ["subtitles", "captions", "descriptions", "chapters", "metadata"]
+
+    /// `load`'s `tracks`: `[{"id", "type", "subtype", "language", "name", "content_id", "content_type"}]`.
+    static func tracks(_ f: Fields) throws -> [MediaTrack] {
+        guard let raw = f.dict["tracks"], !raw.isNull else { return [] }
+        guard let list = raw.arrayValue, list.count <= CommandParser.maxTrackIds else {
+            throw BridgeError.invalid("\"tracks\" is a list of up to \(CommandParser.maxTrackIds) tracks like "
+                                      + "{\"id\": 1, \"type\": \"text\", \"language\": \"en\", \"content_id\": \"http://.../en.vtt\"}")
+        }
+        var out: [MediaTrack] = []
+        for (n, entry) in list.enumerated() {
+            guard case .object(let dict) = entry else { throw BridgeError.invalid("track \(n) must be an object") }
+            let t = Fields(body: .json(dict), command: "track \(n)")
+            try t.allow(["id", "type", "subtype", "language", "name", "content_id", "content_type"])
+            guard let id = dict["id"].flatMap({ CommandParser.itemId($0) }), !out.contains(where: { $0.trackId == id }) else {
+                throw BridgeError.invalid("track \(n) needs an \"id\": a whole number, different for every track")
+            }
+            guard let type = try t.string("type")?.lowercased(), trackTypes.contains(type) else {
+                throw BridgeError.invalid("track \(n) needs \"type\": text, audio or video")
+            }
+            let subtype = try t.string("subtype")?.lowercased()
+            if let subtype, type != "text" || !trackSubtypes.contains(subtype) {
+                throw BridgeError.invalid("\"subtype\" is for text tracks: " + trackSubtypes.joined(separator: ", "))
+            }
+            let language = try t.string("language")
+            if let language, !CommandParser.isLanguageTag(language) {
+                throw BridgeError.invalid("track \(n): \"language\" is a BCP-47 tag such as en or pt-BR")
+            }
+            let contentId = try t.string("content_id")
+            if let contentId { try checkURL(contentId, key: "content_id") }
+            if type == "text", contentId == nil {
+                throw BridgeError.invalid("text track \(n) needs \"content_id\": the URL of its WebVTT file")
+            }
+            out.append(MediaTrack(trackId: id, type: type.uppercased(), subtype: subtype?.uppercased() ?? (type == "text" ? "SUBTITLES" : nil),
+                                  language: language, name: try t.string("name"), trackContentId: contentId,
+                                  trackContentType: try t.string("content_type") ?? (type == "text" ? "text/vtt" : nil)))
+        }
+        return out
     }
 
     /// `breaks` / `break_clips`: arrays of objects, snake_case keys turned into the Cast camelCase shape.

@@ -58,6 +58,13 @@ extension BridgeCore {
             return .object(["state": .string(device.stateWord), "media_session_id": .int(device.media?.mediaSessionId),
                             "content_id": .str(device.media?.effectiveMedia?.contentId),
                             "position": .num(device.position(at: now))])
+        case .tracks:
+            return .object(["state": .string(device.stateWord), "position": .num(device.position(at: now)),
+                            "active_tracks": .array((device.media?.activeTrackIds ?? []).map { .int($0) })])
+        case .queue:
+            return .object(["state": .string(device.stateWord), "position": .num(device.position(at: now)),
+                            "current_item_id": .int(device.media?.currentItemId),
+                            "item_ids": .array((device.media?.items ?? []).map { .int($0.itemId) })])
         default:
             return .object(["state": .string(device.stateWord), "position": .num(device.position(at: now))])
         }
@@ -66,9 +73,19 @@ extension BridgeCore {
     /// A single-operation command finished.
     mutating func finishCommand(_ ctx: CommandContext, _ command: DeviceCommand, device: DeviceID,
                                 _ result: Result<OperationResult, BridgeError>, now: Date, _ out: inout BridgeOutput) {
+        var data: JSONValue?
+        if case .success(let value) = result { data = successData(command, device: device, result: value, now: now) }
+        if case .load = command {
+            // Which app the load replaced (another app than the load's, e.g. Spotify), when it did.
+            let replaced = loads.finished(device, device: registry[device], ok: data != nil)
+            if case .object(var fields)? = data {
+                fields["replaced"] = BridgeLoads.document(replaced)
+                data = .object(fields)
+            }
+        }
         switch result {
-        case .success(let value):
-            respond(ctx, .success(successData(command, device: device, result: value, now: now)), &out)
+        case .success:
+            respond(ctx, .success(data ?? .object([:])), &out)
         case .failure(let error):
             if case .load(let load) = command {
                 let contentId = load.load?.media.contentId ?? load.queue?.items.first?.media?.contentId

@@ -87,6 +87,12 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public struct Log: Sendable, Hashable {
         /// trace, debug, info, notice, warning, error, critical.
         public var level = "info"
+        /// A level per component (cast, mqtt, discovery, bridge, homeassistant, web) over `level`.
+        public var levels: [String: String] = [:]
+        /// Devices (id, friendly name or topic name) whose Cast traffic is logged at trace.
+        public var devices: [String] = []
+        /// `text` (one line per event) or `json` (one JSON object per line).
+        public var format = "text"
         public init() {}
     }
 

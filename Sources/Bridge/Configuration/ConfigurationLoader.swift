@@ -4,8 +4,8 @@ import Yams
 /// Reads the YAML file and `CAST2MQTT_<SECTION>_<KEY>` environment variables. Every key is
 /// listed once in `keys`; unknown keys and wrong types are errors naming the key's path.
 public enum ConfigurationLoader {
-    enum Kind { case string, optionalString, int, double, bool, list, protocolVersion }
-    enum Value { case string(String), null, int(Int), double(Double), bool(Bool), list([String]) }
+    enum Kind { case string, optionalString, int, double, bool, list, map, protocolVersion }
+    enum Value { case string(String), null, int(Int), double(Double), bool(Bool), list([String]), map([String: String]) }
 
     struct Key {
         var path: String
@@ -28,6 +28,10 @@ public enum ConfigurationLoader {
     }
     static func b(_ v: Value) -> Bool { if case .bool(let x) = v { return x }; return false }
     static func l(_ v: Value) -> [String] { if case .list(let x) = v { return x }; return [] }
+    static func m(_ v: Value) -> [String: String] { if case .map(let x) = v { return x }; return [:] }
+    static func show(_ m: [String: String]) -> String {
+        "{" + m.sorted { $0.key < $1.key }.map { "\($0.key): \"\($0.value)\"" }.joined(separator: ", ") + "}"
+    }
     static func show(_ s: String?) -> String { s.map { "\"\($0)\"" } ?? "null" }
     static func show(_ l: [String]) -> String { "[" + l.map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
 
@@ -67,6 +71,9 @@ public enum ConfigurationLoader {
                 get: { show($0.homeassistant.discovery) }),
             Key(path: "state_dir", kind: .string, set: { $0.stateDir = s($1) ?? "" }, get: { show($0.stateDir) }),
             Key(path: "log.level", kind: .string, set: { $0.log.level = s($1) ?? "" }, get: { show($0.log.level) }),
+            Key(path: "log.levels", kind: .map, set: { $0.log.levels = m($1) }, get: { show($0.log.levels) }),
+            Key(path: "log.devices", kind: .list, set: { $0.log.devices = l($1) }, get: { show($0.log.devices) }),
+            Key(path: "log.format", kind: .string, set: { $0.log.format = s($1) ?? "" }, get: { show($0.log.format) }),
             Key(path: "web.enabled", kind: .bool, set: { $0.web.enabled = b($1) }, get: { "\($0.web.enabled)" }),
             Key(path: "web.listen", kind: .string, set: { $0.web.listen = s($1) ?? "" }, get: { show($0.web.listen) }),
             Key(path: "web.token", kind: .optionalString, secret: true, set: { $0.web.token = s($1) },
@@ -227,6 +234,17 @@ public enum ConfigurationLoader {
         case .bool:
             guard tag == .bool, let v = node.bool else { throw fail("true or false") }
             return .bool(v)
+        case .map:
+            if tag == .null { return .map([:]) }
+            guard let mapping = node.mapping else { throw fail("a mapping of names to strings") }
+            var out: [String: String] = [:]
+            for (k, v) in mapping {
+                guard let name = k.scalar?.string, v.scalar != nil, v.tagName == .str, let text = v.string else {
+                    throw ConfigurationError(path: path, message: "expected name: string pairs, got \(describe(v))")
+                }
+                out[name] = text
+            }
+            return .map(out)
         case .list:
             if tag == .null { return .list([]) }
             guard let seq = node.sequence else { throw fail("a list of strings") }
@@ -272,38 +290,6 @@ public enum ConfigurationLoader {
         return out
     }
 
-    // MARK: - Environment
-
-    static func applyEnvironment(_ env: [String: String], to config: inout BridgeConfiguration) throws {
-        for key in keys {
-            guard let raw = env[key.envName] else { continue }
-            let text = raw.trimmingCharacters(in: .whitespaces)
-            func fail(_ expected: String) -> ConfigurationError {
-                ConfigurationError(path: key.path, message: "\(key.envName)=\(key.secret ? "***" : raw): expected \(expected)")
-            }
-            let value: Value
-            switch key.kind {
-            case .string, .protocolVersion: value = .string(raw)
-            case .optionalString: value = (text.isEmpty || text == "null") ? .null : .string(raw)
-            case .int:
-                guard let v = Int(text) else { throw fail("an integer") }
-                value = .int(v)
-            case .double:
-                guard let v = Double(text), v.isFinite else { throw fail("a number") }
-                value = .double(v)
-            case .bool:
-                switch text.lowercased() {
-                case "true", "1", "yes", "on": value = .bool(true)
-                case "false", "0", "no", "off": value = .bool(false)
-                default: throw fail("true or false")
-                }
-            case .list:
-                value = .list(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-            }
-            key.set(&config, value)
-        }
-    }
-
     // MARK: - Validation
 
     static func validate(_ c: BridgeConfiguration) throws {
@@ -341,6 +327,16 @@ public enum ConfigurationLoader {
         try check(!c.stateDir.isEmpty, "state_dir", "must not be empty")
         try check(["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(c.log.level), "log.level",
                   "must be one of trace, debug, info, notice, warning, error, critical")
+        for (component, level) in c.log.levels.sorted(by: { $0.key < $1.key }) {
+            try check(LogLevels.components.contains(component), "log.levels.\(component)",
+                      "is not a component; components are " + LogLevels.components.joined(separator: ", "))
+            try check(LogLevels.levelNames.contains(level), "log.levels.\(component)",
+                      "must be one of " + LogLevels.levelNames.joined(separator: ", "))
+        }
+        for (n, device) in c.log.devices.enumerated() {
+            try check(!device.isEmpty && device.utf8.count <= 256, "log.devices[\(n)]", "must name a device (id, friendly name or topic name)")
+        }
+        try check(["text", "json"].contains(c.log.format), "log.format", "must be text or json")
         try validateWeb(c.web)
     }
 

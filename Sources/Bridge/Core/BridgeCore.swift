@@ -28,6 +28,10 @@ public struct BridgeCore: Sendable {
     var transfers: TransferJobs
     var announcements: AnnounceJobs
     var sessions = RestoredSessions()
+    /// The app sessions the bridge's own loads started (Commands/BridgeLoads.swift).
+    var loads = BridgeLoads()
+    /// The log levels in force (Configuration/LogLevels.swift).
+    var logging: LogLevels
     var mqttConnects = 0
     /// MQTT messages answered `busy` because the bridge's input queue was full.
     var mqttBusyRejections = 0
@@ -43,6 +47,7 @@ public struct BridgeCore: Sendable {
         self.scheduler = WorkScheduler(requestTimeout: configuration.cast.requestTimeout, startedAt: startedAt)
         self.transfers = TransferJobs(window: configuration.cast.transferWindow)
         self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
+        self.logging = LogLevels(configuration.log)
     }
 
     /// Commands that may wait for a busy device; past this a command is answered `busy`.

@@ -66,6 +66,8 @@ extension BridgeCore {
             }
             endAnnouncements(source, by: "transfer", now: now, &out)
             apply(transfers.start(ctx, from: source, to: to, keepSource: keepSource, devices: registry), now: now, &out)
+        case .logLevel(let request):
+            logLevelRequest(request, ctx, &out)
         case .remove(let key):
             if let id = registry.resolve(key), let device = registry[id] {
                 deviceRemoved(id, now: now, &out)

@@ -231,6 +231,10 @@ public struct BridgeOutput: Sendable {
     public var forgotten: [DeviceID] = []
     /// Every response sent for this input (command metrics).
     public var outcomes: [CommandOutcome] = []
+    /// Lines for the `homeassistant` component's log (info).
+    public var homeAssistantLogs: [String] = []
+    /// The log levels changed (`bridge/request/log_level`, a traced device became known): apply them.
+    public var logLevels: LogLevels?
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -250,5 +254,7 @@ public struct BridgeOutput: Sendable {
         publishedChanged = publishedChanged || other.publishedChanged
         forgotten += other.forgotten
         outcomes += other.outcomes
+        homeAssistantLogs += other.homeAssistantLogs
+        logLevels = other.logLevels ?? logLevels
     }
 }

@@ -17,6 +17,7 @@ extension BridgeCore {
             out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
             publishDevice(d.id, now: now, &out)
             publishBridgeEvent("device_added", added, now: now, &out)
+            resolveTracedDevices(&out)
         } else {
             guard registry.update(d), let device = registry[d.id] else { return }
             publishInfo(d.id, &out)
@@ -85,6 +86,8 @@ extension BridgeCore {
         if change.mediaChanged {
             mediaEvents(change, now: now, &out)
             apply(announcements.observe(change, device: device, now: now), now: now, &out)
+            // The track selects' options follow the media's languages (before the media document).
+            if TrackOptions(change.oldMedia) != TrackOptions(change.newMedia) { publishDiscovery(id, &out) }
         }
         publishDeviceState(id, now: now, &out)
         // A group's members (and what they show) follow its snapshot.

@@ -80,10 +80,7 @@ enum Documents {
             queue = .object([
                 "current_item_id": .int(status.currentItemId),
                 "repeat_mode": repeatWord(status.repeatMode),
-                "items": .array(items.map {
-                    .object(["item_id": .int($0.itemId), "content_id": .str($0.media?.contentId),
-                             "title": .str($0.media?.metadata?.title)])
-                }),
+                "items": .array(items.map(queueItemDocument)),
             ])
         } else if status.repeatMode != nil || status.currentItemId != nil {
             queue = .object(["current_item_id": .int(status.currentItemId), "repeat_mode": repeatWord(status.repeatMode),
@@ -128,8 +125,27 @@ enum Documents {
             "queue": queue,
             "break_status": breakStatus,
             "video_info": videoInfo,
+            "tracks": .array((info?.trackList ?? []).map(trackDocument)),
+            "active_tracks": .array((status.activeTrackIds ?? []).map { .int($0) }),
             "app_id": .str(device.activeApp?.appId),
         ])
+    }
+
+    /// One entry of `media.queue.items`; the metadata keys are null until the device described
+    /// the item (a queue listed by ids is described in batches: QUEUE_GET_ITEMS).
+    static func queueItemDocument(_ item: QueueItem) -> JSONValue {
+        let meta = item.media?.metadata
+        return .object([
+            "item_id": .int(item.itemId), "content_id": .str(item.media?.contentId), "title": .str(meta?.title),
+            "artist": .str(meta?.artist), "duration": .num(item.media?.duration), "autoplay": .flag(item.autoplay),
+            "images": .array((meta?.images ?? []).map { .object(["url": .string($0.url), "width": .int($0.width), "height": .int($0.height)]) }),
+        ])
+    }
+
+    /// One entry of `media.tracks`: `type` and `subtype` in lower case.
+    static func trackDocument(_ track: MediaTrack) -> JSONValue {
+        .object(["id": .int(track.trackId), "type": .string(track.type.lowercased()), "subtype": .str(track.subtype?.lowercased()),
+                 "language": .str(track.language), "name": .str(track.name), "content_id": .str(track.trackContentId)])
     }
 
     static func infoDocument(_ d: DeviceDescriptor, topic: String) -> JSONValue {

@@ -275,7 +275,8 @@ extension BridgeCore {
 
     func discoveryConfigs(_ d: DeviceRecord) -> [(String, JSONValue)] {
         let availability = haAvailability(d)
-        return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: Self.haEntities,
+        let entities = Self.haEntities + Self.haTrackEntities(TrackOptions(d.media))
+        return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: entities,
                            device: haDeviceBlock(d), availability: { _ in availability })
     }
 
@@ -321,6 +322,7 @@ extension BridgeCore {
     /// Home Assistant announced itself: every config again, changed or not.
     mutating func republishDiscovery(_ out: inout BridgeOutput) {
         guard configuration.homeassistant.enabled else { return }
+        out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
         publishBridgeDiscovery(force: true, &out)
         for id in registry.ids { publishDiscovery(id, force: true, &out) }
     }

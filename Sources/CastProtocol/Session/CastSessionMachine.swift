@@ -37,6 +37,18 @@ public struct CastSessionMachine: Sendable {
         case askMultizoneStatus
         /// The device changed: here is all of it.
         case publish(DeviceSnapshot)
+        /// Ask the joined app for its queue's item ids (QUEUE_GET_ITEM_IDS); report the end of
+        /// the request with `queueRequestDone(.itemIds)`.
+        case askQueueItemIds(transport: String, mediaSessionId: Int)
+        /// Ask the joined app for these items' metadata (QUEUE_GET_ITEMS, at most
+        /// `QueueMetadata.batchSize`); report the end with `queueRequestDone(.items(ids))`.
+        case askQueueItems(transport: String, mediaSessionId: Int, itemIds: [Int])
+    }
+
+    /// What a queue request asked (for `queueRequestDone`).
+    public enum QueueRequest: Sendable, Hashable {
+        case itemIds
+        case items([Int])
     }
 
     /// A position closer than this to where the last one would be by now is no change.
@@ -55,6 +67,8 @@ public struct CastSessionMachine: Sendable {
     private var answered = false
     private var joined: ReceiverApplication?
     private var closedTransports: Set<String> = []
+    /// The media session's queue: order and item metadata (QueueMetadata.swift).
+    private var queue = QueueMetadata()
 
     public init(isGroup: Bool = false) {
         self.isGroup = isGroup
@@ -122,14 +136,73 @@ public struct CastSessionMachine: Sendable {
             return publishIfChanged()
         }
         let old = snapshot.media
-        let merged = status.merged(over: old)
-        guard merged != old, !onlyPositionFollows(merged, old, now: now) else { return [] }
+        var merged = status.merged(over: old)
+        queue.take(merged)
+        if let items = queue.items { merged.items = items }
+        guard merged != old, !onlyPositionFollows(merged, old, now: now) else { return queueRequests() }
         if old == nil || old?.currentTime != merged.currentTime || old?.playerState != merged.playerState
             || old?.playbackRate != merged.playbackRate || old?.mediaSessionId != merged.mediaSessionId {
             snapshot.positionAt = now
         }
         snapshot.media = merged
-        return publishIfChanged()
+        return publishIfChanged() + queueRequests()
+    }
+
+    // MARK: - The queue's items
+
+    /// QUEUE_ITEM_IDS from the joined app: the queue's order.
+    public mutating func queueItemIds(_ ids: [Int]) -> [Action] {
+        guard snapshot.media != nil else { return [] }
+        queue.takeIds(ids)
+        return applyQueue()
+    }
+
+    /// QUEUE_ITEMS from the joined app: metadata of some items.
+    public mutating func queueItems(_ items: [QueueItem]) -> [Action] {
+        guard snapshot.media != nil else { return [] }
+        queue.takeItems(items)
+        return applyQueue()
+    }
+
+    /// QUEUE_CHANGE from the joined app.
+    public mutating func queueChange(_ change: QueueChange) -> [Action] {
+        guard snapshot.media != nil else { return [] }
+        queue.take(change)
+        return applyQueue()
+    }
+
+    /// A queue request the machine asked for ended (answered, failed or timed out): the next one
+    /// may go; items it did not bring are not asked again.
+    public mutating func queueRequestDone(_ request: QueueRequest) -> [Action] {
+        switch request {
+        case .itemIds: queue.requestDone(.itemIds)
+        case .items(let ids): queue.requestDone(.items(ids))
+        }
+        return publishQueueWhenComplete()
+    }
+
+    private mutating func applyQueue() -> [Action] {
+        if let items = queue.items, snapshot.media?.items != items { snapshot.media?.items = items }
+        return publishQueueWhenComplete()
+    }
+
+    /// The next queue request, and the snapshot once the queue's metadata is all there: a fetch
+    /// of many batches is one publication, not one per batch (a status that changes anything
+    /// else is published at once, as always).
+    private mutating func publishQueueWhenComplete() -> [Action] {
+        let next = queueRequests()
+        guard queue.isComplete else { return next }
+        return publishIfChanged() + next
+    }
+
+    /// The next queue request, when one is due and the app is joined.
+    private mutating func queueRequests() -> [Action] {
+        guard let transport = joined?.transportId, snapshot.media != nil, let session = queue.mediaSessionId,
+              let next = queue.nextRequest() else { return [] }
+        switch next {
+        case .itemIds: return [.askQueueItemIds(transport: transport, mediaSessionId: session)]
+        case .items(let ids): return [.askQueueItems(transport: transport, mediaSessionId: session, itemIds: ids)]
+        }
     }
 
     /// The device CLOSEd the virtual connection of `endpoint`: when it is the joined app's, that
@@ -188,6 +261,7 @@ public struct CastSessionMachine: Sendable {
     private mutating func clearMedia() {
         snapshot.media = nil
         snapshot.positionAt = nil
+        queue.reset(session: nil)
     }
 
     /// True when `new` differs from `old` only in a position that follows from `old`'s while

@@ -69,12 +69,35 @@ export class DevicePage {
         el("button", { type: "button", class: "button", dataset: { command: "announce" }, onclick: () => send("announce") }, "Announce")));
   }
 
-  /** Per-device trace logging needs per-component logging, which the bridge does not have yet. */
+  /** The device's Cast traffic at trace level in the bridge's log (`bridge/request/log_level`). */
   traceSwitch() {
-    // Place for the per-device trace-logging switch (the `log_level` request with a device, once
-    // per-component logging exists): shown disabled so nobody mistakes it for working.
-    return el("label", { class: "switch", title: "Needs per-component logging, which the bridge does not have yet" },
-      el("input", { type: "checkbox", disabled: true, dataset: { role: "trace" } }), "Trace this device's Cast traffic (not available yet)");
+    this.trace = el("input", { type: "checkbox", disabled: true, dataset: { role: "trace" }, onchange: () => this.setTrace() });
+    return el("label", { class: "switch", title: "Logs every Cast message of this device, with its payload (secrets masked), at trace level" },
+      this.trace, "Trace this device's Cast traffic");
+  }
+
+  /** Reads whether the bridge traces this device (once the page is connected). */
+  async loadTrace() {
+    const response = await command(null, "log_level", {});
+    if (response.status === "ok") this.showTrace(response);
+  }
+
+  async setTrace() {
+    const on = this.trace.checked;
+    this.trace.disabled = true;
+    const response = await command(null, "log_level", on ? { device: this.topic } : { device: this.topic, level: "default" });
+    if (response.status === "ok") this.showTrace(response);
+    else {
+      this.trace.checked = !on;
+      this.trace.disabled = false;
+      showResponse(`${displayName(device(this.topic))} · trace logging`, response, false);
+    }
+  }
+
+  showTrace(response) {
+    const traced = Array.isArray(response.data?.devices) ? response.data.devices : [];
+    this.trace.checked = traced.includes(this.topic);
+    this.trace.disabled = false;
   }
 
   async simple(name) {
@@ -84,6 +107,7 @@ export class DevicePage {
 
   changed(changes) {
     if (changes.all || changes.devices.has(this.topic)) this.update();
+    if (changes.connection || changes.all) this.loadTrace();
   }
 
   update() {
@@ -132,10 +156,17 @@ export class DevicePage {
     const items = Array.isArray(media?.queue?.items) ? media.queue.items : [];
     const current = media?.queue?.current_item_id;
     if (!items.length) { replace(this.queue, el("li", {}, el("span", { class: "count" }, "No queue"))); return; }
-    // Read-only until the bridge has the `queue` command (a click would then send {"jump": id}).
-    replace(this.queue, items.map((item) => el("li", { class: item.item_id === current ? "current" : "" },
+    // Another item: a click plays it (`queue` {"jump": item_id}).
+    replace(this.queue, items.map((item) => el("li", { class: item.item_id === current ? "current" : "", dataset: { item: String(item.item_id) } },
       el("span", {}, [item.title || item.content_id || `Item ${item.item_id}`, item.artist ? ` · ${item.artist}` : ""].join("")),
-      item.item_id === current ? el("span", { class: "count" }, "playing") : null)));
+      item.item_id === current ? el("span", { class: "count" }, "playing")
+        : el("button", { type: "button", class: "icon-button", title: "Play this item", "aria-label": "Play this item",
+          dataset: { command: "jump" }, onclick: () => this.jump(item.item_id) }, icon("play")))));
+  }
+
+  async jump(itemId) {
+    const response = await command(this.topic, "queue", { jump: itemId });
+    showResponse(`${displayName(device(this.topic))} · play item`, response, false);
   }
 
   updateRecent(recent) {
