@@ -235,7 +235,10 @@ public enum MediaResponse: Sendable, Hashable {
 
     public static func parse(_ payload: CastPayload) throws -> MediaResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the media namespace") }
-        let header = try CastJSON.decode(CastPayloadHeader.self, from: text)
+        // The header through the one-pass scanner: the status itself is then decoded once.
+        guard let header = CastPayloadHeader.parse(payload) else {
+            throw CastMessageError.invalid("media payload is not a JSON object")
+        }
         switch header.type {
         case "MEDIA_STATUS":
             let wire = (try? CastJSON.decode(StatusWire.self, from: text)) ?? StatusWire(status: nil)

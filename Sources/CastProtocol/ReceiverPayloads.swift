@@ -217,7 +217,9 @@ public enum ReceiverResponse: Sendable, Hashable {
     /// Parses a receiver-namespace payload. Throws only when the payload is not a JSON object.
     public static func parse(_ payload: CastPayload) throws -> ReceiverResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the receiver namespace") }
-        let header = try CastJSON.decode(CastPayloadHeader.self, from: text)
+        guard let header = CastPayloadHeader.parse(payload) else {
+            throw CastMessageError.invalid("receiver payload is not a JSON object")
+        }
         let requestId = header.requestId
         if header.type == "RECEIVER_STATUS" {
             let status = (try? CastJSON.decode(StatusWrapper.self, from: text))?.status ?? ReceiverStatus()

@@ -205,3 +205,22 @@ import Testing
         #expect(try MultizoneMessage.parse(.string(#"{"type":"DEVICE_REMOVED","deviceId":"abc"}"#)) == .deviceRemoved(deviceId: "abc"))
     }
 }
+
+/// The routing header of a reply is read by the one-pass scanner, with `JSONDecoder` deciding
+/// what the scanner is unsure of; either way the reply keeps its id and a non-object is refused.
+@Suite struct ResponseHeaderTests {
+    @Test func headersTheScannerLeavesToJSONDecoderStillRoute() throws {
+        // An escaped type and a float id are the scanner's `unsure` cases.
+        #expect(try MediaResponse.parse(.string(#"{"type":"MEDIA_STAT\u0055S","requestId":4.0,"status":[]}"#))
+                == .status(requestId: 4, []))
+        #expect(try ReceiverResponse.parse(.string(#"{"type":"LAUNCH_ERROR","launchRequestId":9.0,"reason":"X"}"#))
+                == .launchError(requestId: 9, reason: "X", extendedError: nil))
+    }
+
+    @Test func aPayloadThatIsNotAnObjectIsRefused() {
+        for text in ["[1]", "\"MEDIA_STATUS\"", "{\"type\":", "", "null"] {
+            #expect(throws: CastMessageError.self) { try MediaResponse.parse(.string(text)) }
+            #expect(throws: CastMessageError.self) { try ReceiverResponse.parse(.string(text)) }
+        }
+    }
+}
