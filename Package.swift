@@ -187,7 +187,7 @@ let package = Package(
         .target(name: "CFuzzer", path: "Fuzz/CFuzzer"),
         .target(
             name: "FuzzSupport",
-            dependencies: ["CFuzzer"],
+            dependencies: ["CFuzzer", "CastProtocol"],
             path: "Fuzz/FuzzSupport",
             swiftSettings: strict
         ),

@@ -29,6 +29,7 @@ func fuzzCommand(_ input: UnsafeRawBufferPointer) {
         message = UnsafeRawBufferPointer(rebasing: input[(nul + 1)...])
     }
     let (topicBytes, payload) = splitAtFirstNUL(message)
+    checkJSONParser(payload)
     let topic = String(decoding: topicBytes, as: UTF8.self)
     var out = core.handle(.mqttMessage(topic: topic, payload: payload, responseTopic: nil, correlationData: nil), now: t0)
     for _ in 0..<4 where !out.operations.isEmpty {

@@ -1,5 +1,6 @@
 import CastProtocol
 import Foundation
+import FuzzSupport
 
 /// Input: up to 16 messages from a device, separated by NUL bytes. In each, the first byte picks
 /// the envelope and the rest is the payload:
@@ -118,6 +119,8 @@ private func parseEverywhere(_ payload: CastPayload) {
     if header != reference {
         fatalError("header scanner disagrees with JSONDecoder: \(String(describing: header)) vs \(String(describing: reference)) on \(String(describing: payload.text))")
     }
+    // So must the one-pass JSON parser, on every input it decides.
+    if let text = payload.text { checkJSONParser(Array(text.utf8)) }
     _ = ConnectionMessage.parse(payload)
     _ = HeartbeatMessage.parse(payload)
     _ = try? ReceiverResponse.parse(payload)

@@ -33,7 +33,7 @@ enum TrafficLog {
         switch message.payload {
         case .binary(let bytes): return "(binary, \(bytes.count) bytes)"
         case .string(let text):
-            guard let value = try? CastJSON.decode(JSONValue.self, from: text) else {
+            guard let value = JSONValue.parse(text) else {
                 return String(text.prefix(maxPayload))
             }
             return String(String(decoding: redacted(value).jsonBytes, as: UTF8.self).prefix(maxPayload))

@@ -112,10 +112,7 @@ extension EurekaInfo {
         guard bytes.count <= maximumSize else {
             return .failure(EurekaParseError(.tooLarge, "eureka_info body of \(bytes.count) bytes (at most \(maximumSize))"))
         }
-        let value: JSONValue
-        do {
-            value = try CastJSON.decode(JSONValue.self, from: bytes)
-        } catch {
+        guard let value = JSONValue.parse(bytes) else {
             return .failure(EurekaParseError(.notJSON, "eureka_info body is not JSON"))
         }
         guard case .object(let root) = value else {

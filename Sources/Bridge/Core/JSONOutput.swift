@@ -12,9 +12,10 @@ enum JSONOutput {
         String(decoding: value.jsonBytes, as: UTF8.self)
     }
 
-    /// Parses text as a JSON value; nil when it is not JSON.
+    /// Parses text as a JSON value; nil when it is not JSON (`JSONValue.parse`: one pass, with
+    /// `JSONDecoder` deciding what the parser is unsure of).
     static func parse(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        JSONValue.parse(bytes)
     }
 
     /// True when arrays and objects in `bytes` nest deeper than `limit` (strings and their escapes
