@@ -470,7 +470,14 @@ def responses(mqtt: Observer, bridge: Bridge, device: Device, command_id: str, a
             if isinstance(doc := m.json(), dict) and doc.get("id") == command_id]
 
 
-def device_entry(mqtt: Observer, bridge: Bridge, device_id: str) -> list[dict[str, Any]]:
-    """The bridge/devices entries with this id (the latest document)."""
+def device_entry(mqtt: Observer, bridge: Bridge, device_id: str, address: str | None = None,
+                 after: float = 0.0, timeout: float = 10) -> list[dict[str, Any]]:
+    """The entries with this id in the latest bridge/devices document, once there is one that
+    lists the device (at `address`, when given) at or after `after`."""
+    def lists(m: Message) -> bool:
+        doc = m.json()
+        return (m.topic == f"{bridge.base}/bridge/devices" and isinstance(doc, list)
+                and any(d.get("id") == device_id and address in (None, d.get("address")) for d in doc))
+    mqtt.wait(lists, after, timeout, f"bridge/devices listing {device_id}" + (f" at {address}" if address else ""))
     latest = mqtt.latest(f"{bridge.base}/bridge/devices")
     return [d for d in (latest.json() if latest else []) or [] if d.get("id") == device_id]

@@ -27,6 +27,15 @@ from harness import wait_for
 OFFLINE_BOUND = HEARTBEAT_TIMEOUT + SLACK
 # One backoff step at most (the largest step, with jitter), then the connect and handshake.
 ONE_STEP = RECONNECT_MAX * JITTER + SLACK
+# How far the reported downtime may be from the silence the observer saw (both ends of it are
+# seen through the same bridge -> broker -> observer path; it was within 0.01 s in every run).
+DOWNTIME_TOLERANCE = 1.0
+
+
+def hold_until(moment: float) -> None:
+    """Lets a fault last until `moment` (time.monotonic()): part of the scenario, not a wait
+    for a result."""
+    time.sleep(max(0.0, moment - time.monotonic()))
 
 
 def wait_event(mqtt, bridge, device, after: float, kind: str) -> list[dict]:
@@ -46,7 +55,7 @@ def check_downtime(mqtt, bridge, device, after: float, last: float, online: floa
     silent = online - last
     report(f"{device.name}: reconnected event downtime {downtime:.2f} s; silent as seen from the broker's host",
            silent)
-    assert abs(downtime - silent) <= SLACK, (
+    assert abs(downtime - silent) <= DOWNTIME_TOLERANCE, (
         f"downtime {downtime} s should count from the last message ({silent:.2f} s before online)")
     return downtime
 
@@ -76,7 +85,7 @@ def test_link_down_is_offline_within_the_heartbeat_timeout_and_back_within_one_b
 
     # Reconnect attempts go on with backoff while the link is down; each ends (here the bridge's
     # ARP for the device fails: "no route to host" after about 3 s).
-    wait_for(lambda: time.monotonic() - down >= HEARTBEAT_TIMEOUT + 8, 30, 0.2, "an outage of 23 s")
+    hold_until(down + HEARTBEAT_TIMEOUT + 8)
     bridge.net.link(device.host, up=True)
     up = time.monotonic()
     online = mqtt.wait_payload(bridge.topic(device, "availability"), b"online", up, ONE_STEP + CONNECT_TIMEOUT + 10)
@@ -122,19 +131,21 @@ def test_a_device_that_comes_back_and_announces_itself_is_online_at_once(network
 
 def test_a_device_power_cycled_while_connected_is_found_by_the_reset_of_the_half_open_connection(mqtt, bridge,
                                                                                                  devices):
-    """A speaker is unplugged and plugged in again within a second: the bridge still holds its
+    """A speaker is unplugged and plugged in again 3 s later: the bridge still holds its
     connection, half-open (the device's new kernel never heard of it). The device announces
     itself at the same address, which changes nothing while the connection looks alive; the
-    bridge's next PING meets a reset, it reconnects with its first backoff step, and the
-    downtime it reports counts from the device's last message, not from the reset."""
+    next packet the bridge sends (a retransmission, or its PING after 12.5 s of quiet) meets a
+    reset, it reconnects with its first backoff step, and the downtime it reports counts from
+    the device's last message, not from the reset (at least 3 s later: a regression shows)."""
     device = devices["d3"]
     start = time.monotonic()
     last = mark_last_message(mqtt, bridge, device, 0.43)
     bridge.net.unplug(device.host)  # the cable, then the power: its kernel and sockets are gone
+    hold_until(last + 3)
     bridge.net.add_host(device.host, device.address)  # the same hardware (MAC) back on its port
     device.start()
     offline = mqtt.wait_payload(bridge.topic(device, "availability"), b"offline", start, OFFLINE_BOUND + 10)
-    report("power cycle: last message -> availability offline (the next PING meets a reset)", offline - last)
+    report("power cycle (3 s off): last message -> availability offline (a reset met)", offline - last)
     assert offline - last <= OFFLINE_BOUND
     online = mqtt.wait_payload(bridge.topic(device, "availability"), b"online", offline, ONE_STEP + 10)
     report("power cycle: offline -> online", online - offline)
@@ -159,11 +170,10 @@ def test_a_device_on_a_new_address_is_followed_without_a_restart(mqtt, bridge, d
     announced = time.monotonic()
     device.start()
 
-    moved = mqtt.wait(lambda m: m.topic == f"{bridge.base}/bridge/devices"
-                      and any(d.get("id") == device.id and d.get("address") == new for d in m.json() or []),
-                      announced, 20, "bridge/devices with the new address")
-    report("new address announced -> bridge/devices shows it", moved.at - announced)
-    online = mqtt.wait_payload(bridge.topic(device, "availability"), b"online", moved.at - 1, 20)
+    device_entry(mqtt, bridge, device.id, address=new, after=announced, timeout=20)
+    moved = mqtt.latest(f"{bridge.base}/bridge/devices").at
+    report("new address announced -> bridge/devices shows it", moved - announced)
+    online = mqtt.wait_payload(bridge.topic(device, "availability"), b"online", announced, 20)
     report("new address announced -> availability online", online - announced)
     assert online - announced <= 3 + SLACK
     entries = device_entry(mqtt, bridge, device.id)
@@ -291,10 +301,16 @@ def test_a_reply_that_never_comes_is_a_timeout_and_the_connect_attempts_are_boun
     report("Cast port muted: last message -> availability offline", offline - last)
     assert offline - last <= OFFLINE_BOUND
 
-    # The first reconnect attempt: TCP's SYN-ACK never arrives, the connect timeout ends it.
-    pattern = re.compile(r"(cannot connect|connect failed).*")
-    wait_for(lambda: any(device.id in line and pattern.search(line) for line in bridge.output().splitlines()),
-             RECONNECT_INITIAL * JITTER + CONNECT_TIMEOUT + SLACK + 5, 0.2, "a failed connect attempt in the log")
+    # The first reconnect attempt: TCP's SYN-ACK never arrives, the connect timeout ends it (the
+    # bridge logs each failed attempt; nothing else tells when one ended).
+    pattern = re.compile(r"\[CastClient\] (cannot connect|connect failed)")
+
+    def failed_attempts() -> list[str]:
+        return [line for line in bridge.output().splitlines() if device.id in line and pattern.search(line)]
+    before = len(failed_attempts())
+    wait_for(lambda: len(failed_attempts()) > before, RECONNECT_INITIAL * JITTER + CONNECT_TIMEOUT + SLACK + 5, 0.1,
+             "a failed connect attempt in the bridge's log")
+    assert "timeout" in failed_attempts()[before].lower(), failed_attempts()[before]
     failed_at = time.monotonic()
     report("offline -> the first reconnect attempt gave up (connect timeout 10 s)", failed_at - offline)
     assert failed_at - offline <= RECONNECT_INITIAL * JITTER + CONNECT_TIMEOUT + SLACK
@@ -333,12 +349,11 @@ def test_a_group_whose_leader_moves_to_another_host_is_followed(mqtt, bridge, de
     start = time.monotonic()
     moved = group.control("POST", f"/groups/{summary['id']}/leader", {})
     assert moved["host"] == second, moved
-    followed = mqtt.wait(lambda m: m.topic == f"{bridge.base}/bridge/devices"
-                         and any(d.get("id") == group_id and d.get("address") == second for d in m.json() or []),
-                         start, 20, "bridge/devices with the new leader's address")
-    report("group leader moved -> bridge/devices shows the new address", followed.at - start)
+    device_entry(mqtt, bridge, group_id, address=second, after=start, timeout=20)
+    followed = mqtt.latest(f"{bridge.base}/bridge/devices").at
+    report("group leader moved -> bridge/devices shows the new address", followed - start)
     # The leader closed its connections when it moved: offline for a moment, then online again.
-    mqtt.wait_payload(f"{bridge.base}/{topic}/availability", b"online", followed.at - 1, 20)
+    mqtt.wait_payload(f"{bridge.base}/{topic}/availability", b"online", start, 20)
     wait_for(lambda: established(second, GROUP_PORT) == 1 and established(first, GROUP_PORT) == 0, 10, 0.1,
              "the connection at the new leader's address only")
     answer, _ = command(mqtt, bridge, topic, "volume", {"percent": 35})
