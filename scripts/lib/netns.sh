@@ -112,7 +112,7 @@ cmd_up() {
   mkdir -p "$dir"
   echo "$cidr" >"$dir/cidr"
   echo "$len" >"$dir/len"
-  touch "$dir/pids" "$dir/hosts"
+  touch "$dir/pids"
   ip link add "${p}br" type bridge
   # No spanning tree and no forwarding delay: a port forwards as soon as it is up.
   ip link set "${p}br" type bridge stp_state 0 forward_delay 0 2>/dev/null || true
@@ -129,7 +129,6 @@ cmd_host() {
   [ -f "$dir/len" ] || die "host: run 'up $p RANGE' first"
   len=$(cat "$dir/len")
   ns="$p-$name"
-  echo "$name" >>"$dir/hosts"
   ip netns add "$ns"
   ip -n "$ns" link set lo up
   # A locally administered unicast MAC from the names (the same for a host made again).
