@@ -45,6 +45,9 @@ final class DeviceConnection {
     private var pendingChannel: (any Channel)?
     private var generation = 0
     private var closeReason: CastDisconnectReason?
+    /// When the device last sent anything on a channel the peer closed (reset, FIN), read
+    /// before the machine leaves the connection: its `disconnected` event comes after that.
+    private var lastHeardBeforeClose: ContinuousClock.Instant?
     private var reconnectImmediately = false
     private var timer: Scheduled<Void>?
     private var reconnectTimer: Scheduled<Void>?
@@ -177,7 +180,9 @@ final class DeviceConnection {
         pendingChannel = nil
         timer?.cancel()
         timer = nil
+        lastHeardBeforeClose = machine.lastHeard
         run(machine.channelClosed(reason, now: clock.now, jitter: Double.random(in: 0...1)))
+        lastHeardBeforeClose = nil
         if reconnectImmediately {
             reconnectImmediately = false
             reconnectTimer?.cancel()
@@ -307,8 +312,10 @@ final class DeviceConnection {
             logger.info("disconnected", metadata: ["cast.reason": "\(reason)"])
             failWaiters(CastError(.connectionLost, "the connection to the device was lost"))
             // When the device last sent anything: a dead link is found only after the heartbeat
-            // timeout, and the downtime a user sees starts at the silence, not at its discovery.
-            let silentSince = machine.lastHeard.map { Date().addingTimeInterval(-$0.duration(to: clock.now).seconds) }
+            // timeout (or by the reset a PING meets on a half-open connection), and the downtime a
+            // user sees starts at the silence, not at its discovery.
+            let silentSince = (machine.lastHeard ?? lastHeardBeforeClose)
+                .map { Date().addingTimeInterval(-$0.duration(to: clock.now).seconds) }
             run(session.disconnected(reason, silentSince: silentSince))
         case .virtualConnectionClosed(let endpoint):
             run(session.transportClosed(endpoint))

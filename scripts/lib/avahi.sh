@@ -10,6 +10,9 @@
 # Environment:
 #   CAST2MQTT_AVAHI_DIR   state directory (config, logs, pid list); default: a fresh mktemp dir
 #   CAST2MQTT_AVAHI_IPV6  "yes" to enable IPv6 in the daemon (default "no")
+#   CAST2MQTT_AVAHI_INTERFACES  allow-interfaces (default "lo"); scripts/test adds the bridge of
+#                         the test network (Tests/netns), which appears later: avahi-daemon takes an
+#                         allowed interface into use when it comes up
 #
 # When start_avahi fails half-way, call stop_avahi anyway: it stops whatever was started.
 # Needs root (or passwordless sudo): it toggles multicast on `lo`, may start a system dbus-daemon
@@ -107,7 +110,7 @@ start_avahi() {
 host-name=cast2mqtt-test
 use-ipv4=yes
 use-ipv6=$ipv6
-allow-interfaces=lo
+allow-interfaces=${CAST2MQTT_AVAHI_INTERFACES:-lo}
 enable-dbus=yes
 disallow-other-stacks=no
 ratelimit-interval-usec=1000000
@@ -149,7 +152,7 @@ EOF
             local real_pid
             real_pid="$(tr -dc '0-9' </run/avahi-daemon/pid 2>/dev/null)"
             echo "avahi ${real_pid:-$avahi_pid}" >>"$pids"
-            _avahi_log "avahi-daemon running on lo (pid ${real_pid:-$avahi_pid}, log $dir/avahi-daemon.log)"
+            _avahi_log "avahi-daemon running on ${CAST2MQTT_AVAHI_INTERFACES:-lo} (pid ${real_pid:-$avahi_pid}, log $dir/avahi-daemon.log)"
             return 0
         fi
         if ! _avahi_alive "$avahi_pid"; then

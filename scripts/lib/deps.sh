@@ -6,6 +6,7 @@ CAST2MQTT_APT_PACKAGES=(
   libmosquitto-dev mosquitto mosquitto-clients
   libavahi-client-dev avahi-daemon avahi-utils dbus
   iproute2 curl
+  nftables                 # packet loss on the test network (Tests/netns): this kernel has no netem
 )
 
 ensure_apt_packages() {
