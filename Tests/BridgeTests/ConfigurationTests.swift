@@ -154,6 +154,12 @@ import Testing
         #expect(error("mqtt:\n  url: http://x\n")?.path == "mqtt.url")
         #expect(error("mqtt:\n  protocol: 4\n")?.path == "mqtt.protocol")
         #expect(error("mqtt:\n  base_topic: a/+/b\n")?.path == "mqtt.base_topic")
+        #expect(error("mqtt:\n  base_topic: $SYS/x\n")?.path == "mqtt.base_topic")
+        #expect(error("homeassistant:\n  discovery_prefix: /ha\n")?.path == "homeassistant.discovery_prefix")
+        // Credentials belong in username/password: the MQTT layer would refuse them at run time.
+        #expect(error("mqtt:\n  url: mqtt://user:pw@broker:1883\n")?.path == "mqtt.url")
+        #expect(error("mqtt:\n  url: mqtts://user@broker\n")?.path == "mqtt.url")
+        #expect(error("mqtt:\n  url: mqtts://broker:8883\n") == nil)
         #expect(error("cast:\n  heartbeat_timeout: 2\n")?.path == "cast.heartbeat_timeout")
         #expect(error("cast:\n  allowed_namespaces: [\"com.x\"]\n")?.path == "cast.allowed_namespaces[0]")
         #expect(error("log:\n  level: chatty\n")?.path == "log.level")

@@ -127,8 +127,8 @@ public enum ConfigurationLoader {
         return try load(yaml: text, environment: environment)
     }
 
-    /// The effective configuration as YAML-like text with secrets masked (for `--print-config`
-    /// and the startup log).
+    /// The effective configuration as YAML-like text with secrets masked (for `check-config`, the
+    /// startup log and the web page).
     public static func printable(_ config: BridgeConfiguration) -> String {
         var lines: [String] = []
         var section = ""
@@ -297,7 +297,10 @@ public enum ConfigurationLoader {
             if !ok { throw ConfigurationError(path: path, message: message) }
         }
         try check(c.mqtt.url.hasPrefix("mqtt://") || c.mqtt.url.hasPrefix("mqtts://"), "mqtt.url", "must start with mqtt:// or mqtts://")
-        try check(isTopicPrefix(c.mqtt.baseTopic), "mqtt.base_topic", "must be a non-empty topic without + or #, not starting or ending with /")
+        // The MQTT layer refuses user info in the URL; saying so here makes `check-config` fail too.
+        try check(!c.mqtt.url.dropFirst(c.mqtt.url.hasPrefix("mqtts://") ? 8 : 7).contains("@"), "mqtt.url",
+                  "must not carry credentials (set mqtt.username and mqtt.password)")
+        try check(isTopicPrefix(c.mqtt.baseTopic), "mqtt.base_topic", Self.topicPrefixRule)
         try check(!c.mqtt.clientID.isEmpty, "mqtt.client_id", "must not be empty")
         try check(["5", "3.1.1", "5.0"].contains(c.mqtt.protocolVersion), "mqtt.protocol", "must be 5 or \"3.1.1\"")
         try check((0...2).contains(c.mqtt.qos), "mqtt.qos", "must be 0, 1 or 2")
@@ -321,7 +324,7 @@ public enum ConfigurationLoader {
             try check(p.hasPrefix("urn:x-cast:"), "cast.allowed_namespaces[\(n)]", "patterns must start with urn:x-cast:")
         }
         try seconds(c.media.positionInterval, "media.position_interval", 0...3600)
-        try check(isTopicPrefix(c.homeassistant.discoveryPrefix), "homeassistant.discovery_prefix", "must be a non-empty topic without + or #")
+        try check(isTopicPrefix(c.homeassistant.discoveryPrefix), "homeassistant.discovery_prefix", Self.topicPrefixRule)
         try check(BridgeConfiguration.HomeAssistant.DiscoveryMode(rawValue: c.homeassistant.discovery) != nil,
                   "homeassistant.discovery", "must be device (Home Assistant 2024.11 and later) or per_entity")
         try check(!c.stateDir.isEmpty, "state_dir", "must not be empty")
@@ -379,6 +382,8 @@ public enum ConfigurationLoader {
     static func check(_ ok: Bool, _ path: String, _ message: String) throws {
         if !ok { throw ConfigurationError(path: path, message: message) }
     }
+
+    static let topicPrefixRule = "must be a non-empty topic without + or #, not starting with $ or /, not ending with /"
 
     static func isTopicPrefix(_ t: String) -> Bool {
         !t.isEmpty && !t.hasPrefix("/") && !t.hasSuffix("/") && !t.hasPrefix("$") && !t.contains("+") && !t.contains("#")
