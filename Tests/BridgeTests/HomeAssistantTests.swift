@@ -100,7 +100,7 @@ import Testing
                 if p.topic.contains(speakerID) {
                     let device = try #require(doc["device"]?.objectValue)
                     #expect(device["model"] == nil)
-                    #expect(device["manufacturer"] == .string("Google"))
+                    #expect(device["manufacturer"] == .string("Google Inc."))
                 }
             }
             var known = bare

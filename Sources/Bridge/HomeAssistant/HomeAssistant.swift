@@ -178,7 +178,7 @@ extension BridgeCore {
         var block: [String: JSONValue] = [
             "identifiers": .array([.string(Self.node(d.id))]),
             "name": .string(d.descriptor.friendlyName),
-            "manufacturer": .string(d.descriptor.manufacturer ?? "Google"),
+            "manufacturer": .string(d.descriptor.manufacturer ?? "Google Inc."),
             "via_device": .string(bridgeNode),
         ]
         // Left out until the device (or its mDNS record) says which model it is.
