@@ -267,6 +267,25 @@ import Testing
         #expect(done.json(responseTopic)?["data"]?["state"] == .string("playing"))
     }
 
+    /// `bridge/request/refresh` sent again and again while a device is busy leaves one refresh
+    /// waiting for it, not one per request: waiting work outside the command bound is bounded.
+    @Test func bridgeRefreshesWaitAtMostOncePerDevice() throws {
+        var h = Harness()
+        h.online()
+        let play = try #require(h.publish("cast2mqtt/living_room_tv/command/play", "").operations.first)
+        for n in 1...5 {
+            let out = h.publish("cast2mqtt/bridge/request/refresh", #"{"id": \#(n)}"#)
+            #expect(out.operations.isEmpty, "the device is busy: the refresh waits")
+            #expect(out.json("cast2mqtt/bridge/response/refresh")?["status"] == .string("ok"))
+        }
+        // The play is answered: the one waiting refresh runs (receiver, then media), then nothing.
+        let receiverOp = try #require(h.complete(play, .mediaStatus([playing()])).operations.first)
+        #expect(receiverOp.kind == .getReceiverStatus)
+        let mediaOp = try #require(h.complete(receiverOp, .receiverStatus(receiver())).operations.first)
+        #expect(mediaOp.kind == .getMediaStatus)
+        #expect(h.complete(mediaOp, .mediaStatus([playing()])).operations.isEmpty, "a second refresh ran")
+    }
+
     @Test func sendReplyData() throws {
         var h = Harness()
         h.online()
