@@ -70,71 +70,12 @@ where Instant.Duration == Duration, Instant: Sendable {
     public let configuration: CastConnectionConfiguration
     /// Repair rounds on a connection whose platform does not answer, before it is dropped.
     public static var maxRepairs: Int { 1 }
-    private var state: State = .idle
+    /// Read by the introspection in ConnectionStateMachine+Introspection.swift; changed only here.
+    private(set) var state: State = .idle
     private var nextRequestID = 1
 
     public init(configuration: CastConnectionConfiguration) {
         self.configuration = configuration
-    }
-
-    // MARK: - Introspection
-
-    /// True once the device answered on the current connection.
-    public var isConnected: Bool {
-        if case .open(let session, _) = state { return session.answered }
-        return false
-    }
-
-    /// True while a channel is open (answered or not).
-    public var isOpen: Bool {
-        if case .open = state { return true }
-        return false
-    }
-
-    /// True from the decision to close the channel until it is closed.
-    public var isClosing: Bool {
-        if case .closing = state { return true }
-        return false
-    }
-
-    /// When the device last sent anything on the current (or closing) connection.
-    public var lastHeard: Instant? {
-        switch state {
-        case .open(let session, _): return session.lastReceived
-        case .closing(_, let lastReceived): return lastReceived
-        default: return nil
-        }
-    }
-
-    public var isShutDown: Bool {
-        if case .shutDown = state { return true }
-        return false
-    }
-
-    /// Endpoints with an open virtual connection.
-    public var connectedEndpoints: Set<String> {
-        if case .open(let session, _) = state { return session.endpoints }
-        return []
-    }
-
-    /// Request ids awaiting an answer (not counting the machine's own status request).
-    public var pendingRequestIDs: [Int] {
-        if case .open(let session, _) = state {
-            return session.pending.keys.filter { !session.internalRequests.contains($0) }.sorted()
-        }
-        return []
-    }
-
-    /// A short name of the state (for logs and tests).
-    public var stateName: String {
-        switch state {
-        case .idle: return "idle"
-        case .connecting: return "connecting"
-        case .open(let s, _): return s.answered ? "connected" : "open"
-        case .closing: return "closing"
-        case .waiting: return "waiting"
-        case .shutDown: return "shutDown"
-        }
     }
 
     // MARK: - Events
