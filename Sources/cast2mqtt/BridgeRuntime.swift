@@ -43,6 +43,10 @@ final class BridgeRuntime: Service, Sendable {
     func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
         let coreLoop = group.next()
+        // The web server on a thread of its own: `/healthz` answers 503 while the core's loop is
+        // stuck (served from that loop it could not answer at all), and a page costs the devices'
+        // loops nothing.
+        let webGroup: MultiThreadedEventLoopGroup? = observers.server == nil ? nil : MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var core = BridgeCore(configuration: configuration, startedAt: Date())
         let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = sessions.load() { core.restore(snapshot) }
@@ -93,7 +97,7 @@ final class BridgeRuntime: Service, Sendable {
         }
 
         await withDiscardingTaskGroup { tasks in
-            tasks.addTask { [observers] in await observers.run(group: group) }
+            tasks.addTask { [observers] in await observers.run(group: webGroup ?? group) }
             tasks.addTask {
                 for await event in discovery.events { inputs.push(.discovery(event)) }
             }
@@ -118,6 +122,7 @@ final class BridgeRuntime: Service, Sendable {
         }
         let lastWill = core.lastWill
         await mqtt.shutdown(finalMessage: MQTTMessage(topic: lastWill.topic, payload: lastWill.payload, qos: qos, retain: true))
+        try? await webGroup?.shutdownGracefully()
         try? await group.shutdownGracefully()
     }
 
