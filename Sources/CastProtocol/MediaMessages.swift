@@ -125,6 +125,11 @@ public enum MediaRequest: Sendable, Hashable {
 
     /// The JSON text with `requestId`.
     public func json(requestId: Int) -> String {
+        directJSON(requestId: requestId) ?? wireJSON(requestId: requestId)
+    }
+
+    /// The same through `JSONEncoder` (every request; `directJSON`'s tests compare against it).
+    func wireJSON(requestId: Int) -> String {
         var w = Wire(type: type, requestId: requestId)
         switch self {
         case .getStatus(let id): w.mediaSessionId = id

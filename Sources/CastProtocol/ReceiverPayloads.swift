@@ -181,6 +181,11 @@ public enum ReceiverRequest: Sendable, Hashable {
 
     /// The JSON text of the request with `requestId`.
     public func json(requestId: Int) -> String {
+        directJSON(requestId: requestId) ?? wireJSON(requestId: requestId)
+    }
+
+    /// The same through `JSONEncoder` (what `directJSON` must equal; its tests compare them).
+    func wireJSON(requestId: Int) -> String {
         var wire = Wire(type: type, requestId: requestId)
         switch self {
         case .getStatus: break
@@ -216,13 +221,29 @@ public enum ReceiverResponse: Sendable, Hashable {
 
     /// Parses a receiver-namespace payload. Throws only when the payload is not a JSON object.
     public static func parse(_ payload: CastPayload) throws -> ReceiverResponse {
+        try parse(payload, parsedStatus: true)
+    }
+
+    /// The same with RECEIVER_STATUS decoded by `JSONDecoder` (the reference the parsed path is
+    /// checked against: tests and the payload fuzzer).
+    public static func parseWithJSONDecoder(_ payload: CastPayload) throws -> ReceiverResponse {
+        try parse(payload, parsedStatus: false)
+    }
+
+    private static func parse(_ payload: CastPayload, parsedStatus: Bool) throws -> ReceiverResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the receiver namespace") }
         guard let header = CastPayloadHeader.parse(payload) else {
             throw CastMessageError.invalid("receiver payload is not a JSON object")
         }
         let requestId = header.requestId
         if header.type == "RECEIVER_STATUS" {
-            let status = (try? CastJSON.decode(StatusWrapper.self, from: text))?.status ?? ReceiverStatus()
+            let status: ReceiverStatus
+            if parsedStatus, case .object(let top)? = JSONValue.parse(text) {
+                // `status` must be an object (StatusWrapper's one field, not optional).
+                if case .object(let fields)? = top["status"] { status = ReceiverStatus(parsed: fields) } else { status = ReceiverStatus() }
+            } else {
+                status = (try? CastJSON.decode(StatusWrapper.self, from: text))?.status ?? ReceiverStatus()
+            }
             return .status(requestId: requestId ?? 0, status)
         }
         let wire = try CastJSON.decode(Wire.self, from: text)
