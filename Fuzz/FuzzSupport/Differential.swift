@@ -9,3 +9,16 @@ public func checkJSONParser(_ bytes: [UInt8]) {
         fatalError("JSON parser disagrees with JSONDecoder: \(value) vs \(String(describing: reference)) on \(String(decoding: bytes, as: UTF8.self))")
     }
 }
+
+/// RECEIVER_STATUS read from the parsed value against the same through `JSONDecoder`: the same
+/// answer (or the same refusal) on every payload.
+public func checkReceiverParse(_ payload: CastPayload) {
+    let parsed = Result { try ReceiverResponse.parse(payload) }
+    let reference = Result { try ReceiverResponse.parseWithJSONDecoder(payload) }
+    switch (parsed, reference) {
+    case (.success(let a), .success(let b)) where a == b: return
+    case (.failure, .failure): return
+    default:
+        fatalError("receiver parse disagrees with JSONDecoder: \(parsed) vs \(reference) on \(String(describing: payload.text))")
+    }
+}

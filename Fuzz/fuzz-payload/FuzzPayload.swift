@@ -123,7 +123,7 @@ private func parseEverywhere(_ payload: CastPayload) {
     if let text = payload.text { checkJSONParser(Array(text.utf8)) }
     _ = ConnectionMessage.parse(payload)
     _ = HeartbeatMessage.parse(payload)
-    _ = try? ReceiverResponse.parse(payload)
+    checkReceiverParse(payload)
     if case .status(_, let list)? = try? MediaResponse.parse(payload) {
         var merged: MediaStatus?
         for status in list.prefix(4) { merged = status.merged(over: merged) }
