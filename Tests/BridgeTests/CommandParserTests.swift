@@ -274,4 +274,23 @@ import Testing
         if case .failure(let f) = parse("transfer", "a b") { #expect(f.error.code == .invalidPayload) } else { Issue.record("transfer short") }
         if case .failure(let f) = parse("reboot", "") { #expect(f.error.code == .unknownCommand) } else { Issue.record("unknown") }
     }
+
+    /// The byte-level trim gives what Foundation's `.whitespacesAndNewlines` trim gives.
+    @Test func trimmingAgreesWithFoundation() {
+        let pieces = [" ", "\t", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2028}", "\u{3000}", "\u{1680}",
+                      "a", "{", "}", "é", "🎵", "\u{0}", "\u{1F}", "\u{200B}", "\u{FEFF}", "50"]
+        var rng = SystemRandomNumberGenerator()
+        var cases = ["", " ", "  50  ", "\t{\"a\":1}\n", "\u{A0}50", "50\u{2028}", "\u{85}\u{85}", " é ", "\u{3000}x\u{3000}"]
+        for _ in 0..<5000 {
+            cases.append((0..<Int.random(in: 0...6, using: &rng)).map { _ in pieces.randomElement(using: &rng) ?? "" }.joined())
+        }
+        for text in cases {
+            #expect(CommandParser.trimmed(text) == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(Array(text.unicodeScalars))")
+        }
+        if case .success(let c) = parser.parse(name: "volume", payload: Array(" \n 40 \t".utf8)) {
+            #expect(c.command == .volume(.level(0.4)))
+        } else {
+            Issue.record("a short form with white space around it")
+        }
+    }
 }
