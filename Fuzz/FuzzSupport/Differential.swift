@@ -22,3 +22,15 @@ public func checkReceiverParse(_ payload: CastPayload) {
         fatalError("receiver parse disagrees with JSONDecoder: \(parsed) vs \(reference) on \(String(describing: payload.text))")
     }
 }
+
+/// MEDIA_STATUS read from the parsed value against the same through `JSONDecoder`.
+public func checkMediaParse(_ payload: CastPayload) {
+    let parsed = Result { try MediaResponse.parse(payload) }
+    let reference = Result { try MediaResponse.parseWithJSONDecoder(payload) }
+    switch (parsed, reference) {
+    case (.success(let a), .success(let b)) where a == b: return
+    case (.failure, .failure): return
+    default:
+        fatalError("media parse disagrees with JSONDecoder: \(parsed) vs \(reference) on \(String(describing: payload.text))")
+    }
+}

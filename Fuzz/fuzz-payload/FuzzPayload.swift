@@ -124,6 +124,7 @@ private func parseEverywhere(_ payload: CastPayload) {
     _ = ConnectionMessage.parse(payload)
     _ = HeartbeatMessage.parse(payload)
     checkReceiverParse(payload)
+    checkMediaParse(payload)
     if case .status(_, let list)? = try? MediaResponse.parse(payload) {
         var merged: MediaStatus?
         for status in list.prefix(4) { merged = status.merged(over: merged) }

@@ -239,6 +239,24 @@ public enum MediaResponse: Sendable, Hashable {
     struct IdsWire: Decodable { var itemIds: [Int]? }
 
     public static func parse(_ payload: CastPayload) throws -> MediaResponse {
+        try parse(payload, parsedStatus: true)
+    }
+
+    /// The same with MEDIA_STATUS decoded by `JSONDecoder` (the reference the parsed path is
+    /// checked against: tests and the payload fuzzer).
+    public static func parseWithJSONDecoder(_ payload: CastPayload) throws -> MediaResponse {
+        try parse(payload, parsedStatus: false)
+    }
+
+    /// MEDIA_STATUS's list from the parsed document, nil when it must be left to `JSONDecoder`.
+    private static func parsedStatusList(_ text: String) -> [MediaStatus]? {
+        guard case .object(let top)? = JSONValue.parse(text) else { return nil }
+        let doubt = ParseDoubt()
+        let list = MediaStatus.parsedList(top["status"], doubt)
+        return doubt.unsure ? nil : list
+    }
+
+    private static func parse(_ payload: CastPayload, parsedStatus: Bool) throws -> MediaResponse {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the media namespace") }
         // The header through the one-pass scanner: the status itself is then decoded once.
         guard let header = CastPayloadHeader.parse(payload) else {
@@ -246,6 +264,7 @@ public enum MediaResponse: Sendable, Hashable {
         }
         switch header.type {
         case "MEDIA_STATUS":
+            if parsedStatus, let list = parsedStatusList(text) { return .status(requestId: header.requestId ?? 0, list) }
             let wire = (try? CastJSON.decode(StatusWire.self, from: text)) ?? StatusWire(status: nil)
             return .status(requestId: header.requestId ?? 0, wire.status ?? [])
         case "SESSION_STATE":

@@ -1,0 +1,254 @@
+/// MEDIA_STATUS read from a parsed `JSONValue` (`JSONValue.parse`, one pass) instead of through
+/// `JSONDecoder`, which was half of a status's work on the loop (the status path's cold turn).
+/// The rules are those of the `Decodable` inits, type by type: the lenient ones (`MediaStatus`,
+/// `MediaInformation`, `MediaMetadata`) drop a field of the wrong type; the synthesized ones
+/// (`StreamVolume`, `QueueItem`, `BreakStatus`, `VideoInfo`, `ExtendedStatus`, `CastImage`) are
+/// absent as a whole when one field has the wrong type, and an array is absent when one element
+/// is. Integers follow `JSONDecoder`: a number with an exact integral value. An integer of
+/// 2^53 or more cannot be read from a `Double` the way `JSONDecoder` reads it from the text, so
+/// such a document takes the `JSONDecoder` path whole (`Doubt`), as does one the parser refuses.
+/// `MediaResponse.parseWithJSONDecoder` is the reference; `MediaStatusParsedTests` and the
+/// payload fuzzer compare the two.
+final class ParseDoubt {
+    /// Set when a value could not be read the way `JSONDecoder` reads it.
+    var unsure = false
+}
+
+/// A field of a strictly decoded type: absent (missing or null), a value, or the wrong type.
+enum StrictField<T> {
+    case absent, value(T), wrong
+
+    /// The lenient reading: the value, or nil.
+    var lenient: T? {
+        if case .value(let v) = self { return v }
+        return nil
+    }
+}
+
+extension Optional where Wrapped == JSONValue {
+    fileprivate var presentValue: JSONValue? {
+        guard let value = self, value != .null else { return nil }
+        return value
+    }
+
+    func strictString() -> StrictField<String> {
+        guard let value = presentValue else { return .absent }
+        if case .string(let s) = value { return .value(s) }
+        return .wrong
+    }
+
+    func strictBool() -> StrictField<Bool> {
+        guard let value = presentValue else { return .absent }
+        if case .bool(let b) = value { return .value(b) }
+        return .wrong
+    }
+
+    func strictDouble() -> StrictField<Double> {
+        guard let value = presentValue else { return .absent }
+        if case .number(let n) = value { return .value(n) }
+        return .wrong
+    }
+
+    func strictInt(_ doubt: ParseDoubt) -> StrictField<Int> {
+        guard let value = presentValue else { return .absent }
+        guard case .number(let n) = value else { return .wrong }
+        return Self.integer(n, doubt)
+    }
+
+    func strictInts(_ doubt: ParseDoubt) -> StrictField<[Int]> {
+        guard let value = presentValue else { return .absent }
+        guard case .array(let items) = value else { return .wrong }
+        var out: [Int] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .number(let n) = item, case .value(let i) = Self.integer(n, doubt) else { return .wrong }
+            out.append(i)
+        }
+        return .value(out)
+    }
+
+    /// Any JSON, as `decodeIfPresent(JSONValue.self)` gives it (null is absent).
+    var anyJSON: JSONValue? { presentValue }
+
+    /// `JSONDecoder`'s integer rule on the number's value; 2^53 and beyond is its text's to say.
+    private static func integer(_ n: Double, _ doubt: ParseDoubt) -> StrictField<Int> {
+        guard n.magnitude < 9_007_199_254_740_992 else {
+            doubt.unsure = true
+            return .wrong
+        }
+        guard let i = Int(exactly: n) else { return .wrong }
+        return .value(i)
+    }
+
+    /// A strict struct or array: absent, the parsed value, or wrong (not an object, or a field
+    /// of the wrong type inside).
+    func strictObject<T>(_ parse: ([String: JSONValue]) -> T?) -> StrictField<T> {
+        guard let value = presentValue else { return .absent }
+        guard case .object(let fields) = value, let parsed = parse(fields) else { return .wrong }
+        return .value(parsed)
+    }
+
+    func strictArray<T>(_ parse: ([String: JSONValue]) -> T?) -> StrictField<[T]> {
+        guard let value = presentValue else { return .absent }
+        guard case .array(let items) = value else { return .wrong }
+        var out: [T] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .object(let fields) = item, let parsed = parse(fields) else { return .wrong }
+            out.append(parsed)
+        }
+        return .value(out)
+    }
+
+    /// `MediaInformation` inside a synthesized type: absent, parsed leniently, or wrong when it
+    /// is not an object.
+    func strictMedia(_ doubt: ParseDoubt) -> StrictField<MediaInformation> {
+        strictObject { MediaInformation(parsed: $0, doubt) }
+    }
+}
+
+/// Unwraps a strict field into a synthesized init's optional, or fails the whole value.
+private func take<T>(_ field: StrictField<T>) -> T?? {
+    switch field {
+    case .absent: return .some(nil)
+    case .value(let v): return .some(v)
+    case .wrong: return nil
+    }
+}
+
+extension MediaStatus {
+    /// The `status` array of MEDIA_STATUS: empty when it is not an array or one entry is not an
+    /// object (as `[MediaStatus]` fails whole).
+    static func parsedList(_ value: JSONValue?, _ doubt: ParseDoubt) -> [MediaStatus] {
+        guard case .array(let items)? = value else { return [] }
+        var out: [MediaStatus] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .object(let fields) = item else { return [] }
+            out.append(MediaStatus(parsed: fields, doubt))
+        }
+        return out
+    }
+
+    init(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        self.init()
+        mediaSessionId = o["mediaSessionId"].strictInt(doubt).lenient
+        media = o["media"].strictMedia(doubt).lenient
+        playerState = o["playerState"].strictString().lenient
+        idleReason = o["idleReason"].strictString().lenient
+        currentTime = o["currentTime"].strictDouble().lenient
+        playbackRate = o["playbackRate"].strictDouble().lenient
+        supportedMediaCommands = o["supportedMediaCommands"].strictInt(doubt).lenient
+        volume = o["volume"].strictObject(StreamVolume.init(parsed:)).lenient
+        activeTrackIds = o["activeTrackIds"].strictInts(doubt).lenient
+        currentItemId = o["currentItemId"].strictInt(doubt).lenient
+        loadingItemId = o["loadingItemId"].strictInt(doubt).lenient
+        preloadedItemId = o["preloadedItemId"].strictInt(doubt).lenient
+        items = o["items"].strictArray { QueueItem(parsed: $0, doubt) }.lenient
+        queueData = o["queueData"].anyJSON
+        repeatMode = o["repeatMode"].strictString().lenient
+        breakStatus = o["breakStatus"].strictObject(BreakStatus.init(parsed:)).lenient
+        liveSeekableRange = o["liveSeekableRange"].anyJSON
+        videoInfo = o["videoInfo"].strictObject { VideoInfo(parsed: $0, doubt) }.lenient
+        extendedStatus = o["extendedStatus"].strictObject { ExtendedStatus(parsed: $0, doubt) }.lenient
+        customData = o["customData"].anyJSON
+    }
+}
+
+extension MediaStatus.ExtendedStatus {
+    init?(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        guard let playerState = take(o["playerState"].strictString()), let media = take(o["media"].strictMedia(doubt)),
+              let mediaSessionId = take(o["mediaSessionId"].strictInt(doubt)) else { return nil }
+        self.init(playerState: playerState, media: media, mediaSessionId: mediaSessionId)
+    }
+}
+
+extension MediaInformation {
+    /// Lenient, as `init(from:)`: a field of the wrong type is absent, `contentId` "" without one.
+    init(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        self.init(contentId: o["contentId"].strictString().lenient ?? "",
+                  contentUrl: o["contentUrl"].strictString().lenient,
+                  streamType: o["streamType"].strictString().lenient,
+                  contentType: o["contentType"].strictString().lenient,
+                  metadata: o["metadata"].strictObject { MediaMetadata(parsed: $0, doubt) }.lenient,
+                  duration: o["duration"].strictDouble().lenient,
+                  customData: o["customData"].anyJSON,
+                  tracks: o["tracks"].anyJSON,
+                  textTrackStyle: o["textTrackStyle"].anyJSON,
+                  breaks: o["breaks"].anyJSON,
+                  breakClips: o["breakClips"].anyJSON,
+                  entity: o["entity"].strictString().lenient,
+                  hlsSegmentFormat: o["hlsSegmentFormat"].strictString().lenient)
+    }
+}
+
+extension MediaMetadata {
+    /// Lenient, as `init(from:)`, including its other spellings and numbers given as text.
+    init(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        func string(_ key: String) -> String? { o[key].strictString().lenient }
+        func int(_ key: String) -> Int? {
+            switch o[key].strictInt(doubt) {
+            case .value(let i): return i
+            case .absent: return nil
+            case .wrong: return string(key).flatMap { Int($0) }
+            }
+        }
+        self.init(metadataType: int("metadataType"),
+                  title: string("title") ?? string("songName") ?? string("episodeTitle"),
+                  subtitle: string("subtitle"),
+                  artist: string("artist") ?? string("artistName"),
+                  albumName: string("albumName"), albumArtist: string("albumArtist"), composer: string("composer"),
+                  seriesTitle: string("seriesTitle"),
+                  season: int("season") ?? int("seasonNumber"),
+                  episode: int("episode") ?? int("episodeNumber"),
+                  trackNumber: int("trackNumber"), discNumber: int("discNumber"), studio: string("studio"),
+                  releaseDate: string("releaseDate"), originalAirdate: string("originalAirdate"),
+                  images: o["images"].strictArray { CastImage(parsed: $0, doubt) }.lenient)
+    }
+}
+
+extension CastImage {
+    init?(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        guard case .value(let url) = o["url"].strictString(), let width = take(o["width"].strictInt(doubt)),
+              let height = take(o["height"].strictInt(doubt)) else { return nil }
+        self.init(url: url, width: width, height: height)
+    }
+}
+
+extension QueueItem {
+    init?(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        guard let itemId = take(o["itemId"].strictInt(doubt)), let media = take(o["media"].strictMedia(doubt)),
+              let autoplay = take(o["autoplay"].strictBool()), let startTime = take(o["startTime"].strictDouble()),
+              let playbackDuration = take(o["playbackDuration"].strictDouble()),
+              let preloadTime = take(o["preloadTime"].strictDouble()),
+              let activeTrackIds = take(o["activeTrackIds"].strictInts(doubt)) else { return nil }
+        self.init(itemId: itemId, media: media, autoplay: autoplay, startTime: startTime, playbackDuration: playbackDuration,
+                  preloadTime: preloadTime, activeTrackIds: activeTrackIds, customData: o["customData"].anyJSON)
+    }
+}
+
+extension StreamVolume {
+    init?(parsed o: [String: JSONValue]) {
+        guard let level = take(o["level"].strictDouble()), let muted = take(o["muted"].strictBool()) else { return nil }
+        self.init(level: level, muted: muted)
+    }
+}
+
+extension BreakStatus {
+    init?(parsed o: [String: JSONValue]) {
+        guard let breakId = take(o["breakId"].strictString()), let breakClipId = take(o["breakClipId"].strictString()),
+              let currentBreakTime = take(o["currentBreakTime"].strictDouble()),
+              let currentBreakClipTime = take(o["currentBreakClipTime"].strictDouble()),
+              let whenSkippable = take(o["whenSkippable"].strictDouble()) else { return nil }
+        self.init(breakId: breakId, breakClipId: breakClipId, currentBreakTime: currentBreakTime,
+                  currentBreakClipTime: currentBreakClipTime, whenSkippable: whenSkippable)
+    }
+}
+
+extension VideoInfo {
+    init?(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
+        guard let width = take(o["width"].strictInt(doubt)), let height = take(o["height"].strictInt(doubt)),
+              let hdrType = take(o["hdrType"].strictString()) else { return nil }
+        self.init(width: width, height: height, hdrType: hdrType)
+    }
+}
