@@ -13,24 +13,21 @@ public func checkJSONParser(_ bytes: [UInt8]) {
 /// RECEIVER_STATUS read from the parsed value against the same through `JSONDecoder`: the same
 /// answer (or the same refusal) on every payload.
 public func checkReceiverParse(_ payload: CastPayload) {
-    let parsed = Result { try ReceiverResponse.parse(payload) }
-    let reference = Result { try ReceiverResponse.parseWithJSONDecoder(payload) }
-    switch (parsed, reference) {
-    case (.success(let a), .success(let b)) where a == b: return
-    case (.failure, .failure): return
-    default:
-        fatalError("receiver parse disagrees with JSONDecoder: \(parsed) vs \(reference) on \(String(describing: payload.text))")
-    }
+    checkAgreement("receiver parse", payload, { try ReceiverResponse.parse($0) }, { try ReceiverResponse.parseWithJSONDecoder($0) })
 }
 
 /// MEDIA_STATUS read from the parsed value against the same through `JSONDecoder`.
 public func checkMediaParse(_ payload: CastPayload) {
-    let parsed = Result { try MediaResponse.parse(payload) }
-    let reference = Result { try MediaResponse.parseWithJSONDecoder(payload) }
-    switch (parsed, reference) {
-    case (.success(let a), .success(let b)) where a == b: return
+    checkAgreement("media parse", payload, { try MediaResponse.parse($0) }, { try MediaResponse.parseWithJSONDecoder($0) })
+}
+
+private func checkAgreement<T: Equatable>(_ what: String, _ payload: CastPayload, _ fast: (CastPayload) throws -> T,
+                                          _ reference: (CastPayload) throws -> T) {
+    let a = Result { try fast(payload) }
+    let b = Result { try reference(payload) }
+    switch (a, b) {
+    case (.success(let x), .success(let y)) where x == y: return
     case (.failure, .failure): return
-    default:
-        fatalError("media parse disagrees with JSONDecoder: \(parsed) vs \(reference) on \(String(describing: payload.text))")
+    default: fatalError("\(what) disagrees with JSONDecoder: \(a) vs \(b) on \(String(describing: payload.text))")
     }
 }

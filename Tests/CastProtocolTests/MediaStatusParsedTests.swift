@@ -5,14 +5,7 @@ import Testing
 /// whatever the device puts in it, at every depth.
 @Suite struct MediaStatusParsedTests {
     func agree(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let payload = CastPayload.string(text)
-        let parsed = Result { try MediaResponse.parse(payload) }
-        let reference = Result { try MediaResponse.parseWithJSONDecoder(payload) }
-        switch (parsed, reference) {
-        case (.success(let a), .success(let b)): #expect(a == b, "\(text)", sourceLocation: sourceLocation)
-        case (.failure, .failure): break
-        default: Issue.record("\(parsed) vs \(reference) on \(text)", sourceLocation: sourceLocation)
-        }
+        expectSameOutcome(text, { try MediaResponse.parse($0) }, { try MediaResponse.parseWithJSONDecoder($0) }, sourceLocation: sourceLocation)
     }
 
     static let typical = #"""

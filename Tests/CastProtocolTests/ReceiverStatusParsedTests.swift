@@ -5,14 +5,7 @@ import Testing
 /// whatever the device puts in it.
 @Suite struct ReceiverStatusParsedTests {
     func agree(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let payload = CastPayload.string(text)
-        let parsed = Result { try ReceiverResponse.parse(payload) }
-        let reference = Result { try ReceiverResponse.parseWithJSONDecoder(payload) }
-        switch (parsed, reference) {
-        case (.success(let a), .success(let b)): #expect(a == b, "\(text)", sourceLocation: sourceLocation)
-        case (.failure, .failure): break
-        default: Issue.record("\(parsed) vs \(reference) on \(text)", sourceLocation: sourceLocation)
-        }
+        expectSameOutcome(text, { try ReceiverResponse.parse($0) }, { try ReceiverResponse.parseWithJSONDecoder($0) }, sourceLocation: sourceLocation)
     }
 
     static let typical = #"""
