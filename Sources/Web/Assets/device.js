@@ -2,8 +2,8 @@
 // everything info/receiver/media say, the recent events and command responses.
 import { Controls } from "./controls.js";
 import { command, device } from "./connection.js";
-import { displayName, extras, nowPlaying, status } from "./devices.js";
-import { artwork, el, icon, replace, setText, showResponse, timeOfDay } from "./util.js";
+import { displayName, drawNowPlaying, status } from "./devices.js";
+import { el, icon, replace, setText, showResponse, timeOfDay } from "./util.js";
 
 function facts(pairs) {
   return el("dl", { class: "facts" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
@@ -118,16 +118,7 @@ export class DevicePage {
     const state = status(dev);
     setText(this.pill, dev.info ? state : "unknown device");
     this.pill.dataset.state = state;
-    const playing = nowPlaying(dev);
-    setText(this.app, playing.app);
-    setText(this.title, playing.title || (state === "offline" ? "Unavailable" : "Nothing playing"));
-    setText(this.artist, playing.artist);
-    setText(this.slot, extras(dev));
-    const image = artwork(dev.media);
-    if (image !== this.imageURL) {
-      this.imageURL = image;
-      this.art.replaceChildren(image ? el("img", { src: image, alt: "" }) : icon("music"));
-    }
+    drawNowPlaying(this, dev, state);
     this.controls.update(dev);
     this.updateQueue(dev.media);
     const m = typeof dev.media === "object" && dev.media ? dev.media : {};

@@ -29,6 +29,24 @@ export function nowPlaying(dev) {
 }
 
 /** Group membership and subtitles, as far as the documents say (empty when they do not). */
+/**
+ * What plays, on a card or the device page: `view` has the `app`, `title`, `artist`, `slot` and
+ * `art` elements and remembers the artwork it shows in `imageURL`; `imageAttributes` go on the
+ * artwork's <img>.
+ */
+export function drawNowPlaying(view, dev, state, imageAttributes = {}) {
+  const playing = nowPlaying(dev);
+  setText(view.app, playing.app);
+  setText(view.title, playing.title || (state === "offline" ? "Unavailable" : "Nothing playing"));
+  setText(view.artist, playing.artist);
+  setText(view.slot, extras(dev));
+  const image = artwork(dev.media);
+  if (image !== view.imageURL) {
+    view.imageURL = image;
+    view.art.replaceChildren(image ? el("img", { src: image, alt: "", ...imageAttributes }) : icon("music"));
+  }
+}
+
 export function extras(dev) {
   const parts = [];
   const media = typeof dev.media === "object" && dev.media ? dev.media : {};
@@ -79,16 +97,7 @@ class Card {
     setText(this.pill, state);
     this.pill.dataset.state = state;
     this.root.classList.toggle("offline", state === "offline");
-    const playing = nowPlaying(dev);
-    setText(this.app, playing.app);
-    setText(this.title, playing.title || (state === "offline" ? "Unavailable" : "Nothing playing"));
-    setText(this.artist, playing.artist);
-    setText(this.slot, extras(dev));
-    const image = artwork(dev.media);
-    if (image !== this.imageURL) {
-      this.imageURL = image;
-      this.art.replaceChildren(image ? el("img", { src: image, alt: "", loading: "lazy" }) : icon("music"));
-    }
+    drawNowPlaying(this, dev, state, { loading: "lazy" });
     this.controls.update(dev);
   }
 }
