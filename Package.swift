@@ -56,6 +56,7 @@ let package = Package(
             name: "CastClient",
             dependencies: [
                 "CastProtocol",
+                "StageTrace",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -102,10 +103,14 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // Optional timestamps along the command and status paths (benchmarks only; off unless
+        // CAST2MQTT_STAGE_TRACE is set).
+        .target(name: "StageTrace", swiftSettings: strict),
         .target(
             name: "MQTT",
             dependencies: [
                 "CMosquitto",
+                "StageTrace",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -155,7 +160,7 @@ let package = Package(
         .executableTarget(
             name: "cast2mqtt",
             dependencies: [
-                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery", "Web",
+                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery", "Web", "StageTrace",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

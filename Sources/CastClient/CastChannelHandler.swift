@@ -1,6 +1,7 @@
 import CastProtocol
 import NIOCore
 import NIOTLS
+import StageTrace
 
 /// Last handler of a device channel: hands decoded messages, TLS readiness, errors and closure
 /// to the `DeviceConnection` that owns the channel. Runs on the connection's event loop.
@@ -16,6 +17,7 @@ final class CastChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        StageTrace.mark(.castDecoded)
         connection.received(unwrapInboundIn(data), generation: generation)
     }
 
@@ -34,5 +36,15 @@ final class CastChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         connection.closed(generation: generation)
         context.fireChannelInactive()
+    }
+}
+
+/// First handler of a device channel when stage tracing is on: marks bytes read before TLS.
+final class StageTraceTap: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        StageTrace.mark(.castRead)
+        context.fireChannelRead(data)
     }
 }

@@ -228,8 +228,10 @@ public final class CastDeviceClient: Sendable {
     // MARK: - Helpers
 
     /// Runs `body` on the loop; any failure that is not a `CastError` becomes `connectionLost`.
+    /// Called on the loop (the consumer shares it with most devices), `body` runs at once, so the
+    /// request is written in this turn instead of after the loop's other tasks.
     private func submit<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) -> EventLoopFuture<T> {
-        eventLoop.flatSubmit(body).flatMapErrorThrowing { error in
+        (eventLoop.inEventLoop ? body() : eventLoop.flatSubmit(body)).flatMapErrorThrowing { error in
             if let error = error as? CastError { throw error }
             throw CastError(.connectionLost, "\(error)")
         }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import StageTrace
 
 /// Host and port of a Cast device.
 public struct CastDeviceAddress: Sendable, Hashable, CustomStringConvertible {
@@ -204,7 +205,9 @@ final class DeviceConnection {
                     TrafficLog.log(logger, direction: "out", message)
                     channel.write(message, promise: nil)
                 }
+                StageTrace.mark(.castWritten)
                 channel.flush()
+                StageTrace.mark(.castFlushed)
             case .close(let reason):
                 if closeReason == nil { closeReason = reason }
                 if reason != .shutdown {
@@ -260,6 +263,7 @@ final class DeviceConnection {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: nil)
+                    if StageTrace.enabled { try channel.pipeline.syncOperations.addHandler(StageTraceTap()) }
                     try channel.pipeline.syncOperations.addHandlers([
                         tls,
                         ByteToMessageHandler(CastFrameDecoder()),

@@ -1,5 +1,6 @@
 import CMosquitto
 import Logging
+import StageTrace
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -115,6 +116,7 @@ extension MosquittoConnection {
         refusal = nil
         disconnectCode = nil
         established = false
+        libraryLogging(true)
         shared.withLock { $0.lastLibraryError = nil }
         let rc: Int32
         let port = Int32(address.port)
@@ -237,6 +239,7 @@ extension MosquittoConnection {
                 woken = true
             }
             let events = Int32(fds[0].revents)
+            if events & POLLIN != 0 { StageTrace.mark(.mqttReadable) }
             lastRC = MOSQ_ERR_SUCCESS.rawValue
             if events & (POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 {
                 lastRC = mosquitto_loop_read(handle, 1)

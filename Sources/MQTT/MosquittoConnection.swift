@@ -1,5 +1,6 @@
 import CMosquitto
 import Logging
+import StageTrace
 
 #if canImport(Glibc)
 import Glibc
@@ -176,7 +177,21 @@ final class MosquittoConnection: @unchecked Sendable {
             Unmanaged<MosquittoConnection>.fromOpaque(object).takeUnretainedValue()
                 .didPublish(mid: mid, reasonCode: reasonCode)
         }
-        mosquitto_log_callback_set(h) { _, object, level, text in
+        libraryLogging(true)
+    }
+
+    /// libmosquitto formats a line (malloc + vsnprintf) for every packet it sends or receives,
+    /// but only while a log callback is set. The callback is set while connecting, where its error
+    /// lines (e.g. OpenSSL's "certificate verify failed") complete our error messages, and taken
+    /// away once the broker has accepted us unless this component logs at trace: one formatted
+    /// line less on every command and every publication. (A connection that fails later is
+    /// reported with libmosquitto's return code and errno, without its text.)
+    func libraryLogging(_ on: Bool) {
+        guard on else {
+            mosquitto_log_callback_set(handle, nil)
+            return
+        }
+        mosquitto_log_callback_set(handle) { _, object, level, text in
             guard let object, let text else { return }
             Unmanaged<MosquittoConnection>.fromOpaque(object).takeUnretainedValue()
                 .libraryLog(level: level, String(cString: text))
@@ -215,6 +230,7 @@ final class MosquittoConnection: @unchecked Sendable {
             return
         }
         established = true
+        if logger.logLevel > .trace { libraryLogging(false) }
         let sessionPresent = flags & 1 != 0
         let (reconnect, subscriptions) = shared.withLock { s in
             let reconnect = s.everConnected
@@ -245,6 +261,7 @@ final class MosquittoConnection: @unchecked Sendable {
     }
 
     func didReceive(_ message: mosquitto_message, properties: OpaquePointer?) {
+        StageTrace.mark(.mqttDelivered)
         let topic = message.topic.map { String(cString: $0) } ?? ""
         var payload: [UInt8] = []
         if let bytes = message.payload, message.payloadlen > 0 {
@@ -274,6 +291,7 @@ final class MosquittoConnection: @unchecked Sendable {
                 MQTTMessage(
                     topic: topic, payload: payload, qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce,
                     retain: message.retain, responseTopic: responseTopic, correlationData: correlationData)))
+        StageTrace.mark(.mqttQueued)
     }
 
     func didPublish(mid: Int32, reasonCode: Int32) {
@@ -314,6 +332,8 @@ final class MosquittoConnection: @unchecked Sendable {
                 try MQTTError.check(rc, "add correlation data")
             }
         }
+        StageTrace.mark(.publishing)
+        defer { StageTrace.mark(.published) }
         var mid: Int32 = 0
         let rc = message.payload.withUnsafeBytes { buf in
             mosquitto_publish_v5(

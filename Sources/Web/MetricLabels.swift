@@ -42,15 +42,4 @@ extension BridgeMetrics {
         ]
         return prefixes.first { text.hasPrefix($0.0) }?.1 ?? "other"
     }
-
-    /// A Cast operation's name from its case (`setVolume(level: 0.4)` → `set_volume`), bounded by
-    /// the enum's cases.
-    public static func operationLabel(_ operation: Any) -> String {
-        let name = Mirror(reflecting: operation).children.first?.label ?? "\(operation)"
-        var out = ""
-        for c in name.prefix(while: { $0.isLetter || $0.isNumber }) {
-            if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
-        }
-        return out.isEmpty ? "other" : String(out.prefix(32))
-    }
 }

@@ -8,6 +8,7 @@ import MQTT
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import StageTrace
 import Web
 
 /// The daemon: MQTT, discovery and one Cast client per device around a `BridgeCore`.
@@ -124,6 +125,7 @@ final class BridgeRuntime: Service, Sendable {
         await mqtt.shutdown(finalMessage: MQTTMessage(topic: lastWill.topic, payload: lastWill.payload, qos: qos, retain: true))
         try? await webGroup?.shutdownGracefully()
         try? await group.shutdownGracefully()
+        StageTrace.flush()
     }
 
     /// What the input queue dropped or coalesced so far, for `health_check`.

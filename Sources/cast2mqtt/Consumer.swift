@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import MQTT
 import NIOCore
+import StageTrace
 
 /// The consumer: everything the core's event loop owns — the core, the Cast clients (`Fleet`),
 /// the state files' pacing, the systemd watchdog. It takes every input from the `InputQueue` in
@@ -78,6 +79,10 @@ final class Consumer {
 
     func take(_ next: RuntimeInput) {
         defer { watchdog.pingIfDue() }
+        if StageTrace.enabled {
+            if case .bridge(.mqttMessage) = next { StageTrace.mark(.commandTaken) }
+            if case .bridge(.device) = next { StageTrace.mark(.snapshotTaken) }
+        }
         runtime.observers.turned()
         let bridgeInput: BridgeInput
         switch next {
@@ -117,14 +122,18 @@ final class Consumer {
             runtime.observers.tick(core.gauges)
         }
         let now = Date()
+        StageTrace.mark(.coreStart)
         let output = core.handle(bridgeInput, now: now)
+        StageTrace.mark(.coreEnd)
         runtime.observers.applied(output, now: now)
         for line in output.logs { logger.info("\(line)") }
         for line in output.debugLogs { logger.debug("\(line)") }
         for line in output.homeAssistantLogs { homeAssistantLogger.info("\(line)") }
         if let levels = output.logLevels { LogControl.shared.apply(levels) }
-        for publication in output.publications { publish(publication) }
+        // Operations first: a command's Cast message leaves before the publications it caused
+        // are encoded and written (the two go to different peers; neither waits for the other).
         for operation in output.operations { start(operation) }
+        for publication in output.publications { publish(publication) }
         for id in output.forgotten {
             guard let close = fleet.drop(id) else { continue }
             nextClose += 1

@@ -5,6 +5,7 @@ import Discovery
 import Logging
 import NIOCore
 import NIOSSL
+import StageTrace
 
 /// The Cast clients of the known devices, owned by the consumer (on the core loop). A device
 /// found by discovery gets a client on an event loop: the first `onCoreLoop` devices on the core
@@ -80,6 +81,7 @@ struct Fleet {
                                               configuration: cast, isGroup: record.castType == .group, eventLoop: nextLoop(),
                                               logger: deviceLogger, sslContext: tls) { event in
                 inputs.push(.bridge(Fleet.translate(event, device: id)))
+                if case .snapshot = event { StageTrace.mark(.snapshotQueued) }
             }
             clients[id] = client
             client.start()

@@ -93,7 +93,7 @@ final class RuntimeObservers: Sendable {
 
     /// A Cast operation completed (on the device's event loop).
     func castRequest(_ kind: CastOperationKind, started: ContinuousClock.Instant, ok: Bool) {
-        metrics.castRequest(operation: BridgeMetrics.operationLabel(kind), ok: ok, duration: .now - started)
+        metrics.castRequest(operation: kind.metricLabel, ok: ok, duration: .now - started)
     }
 
     /// The bridge page's counters (numbers and booleans only).

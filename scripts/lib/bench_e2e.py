@@ -13,7 +13,9 @@ Measured, per bridge, in one run:
   hops     the same two paths cold (inputs --cold-spacing-ms apart, so every thread on the path
            has gone to sleep), end to end and inside the bridge process: from the packet that
            carries the input to the packet that carries the output, from packet timestamps
-           (tcpdump on lo; scripts/lib/pcap_hops.py)
+           (tcpdump on lo; scripts/lib/pcap_hops.py); with --stages also the daemon's own
+           timestamps at each stage of the two paths (CAST2MQTT_STAGE_TRACE,
+           scripts/lib/stage_trace.py), as a table of the steps between them
   scale    N devices: time from bridge start until every device is `online`, then idle RSS,
            threads and CPU (% of one core) over --idle-seconds
   burst    --burst volume commands round-robin over --burst-devices devices, published as fast
@@ -45,6 +47,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 
 from pcap_hops import Capture, hop_times, other_port
+import stage_trace
 
 HOST = "127.0.0.1"
 RECEIVER_NS = "urn:x-cast:com.google.cast.receiver"
@@ -289,7 +292,7 @@ class Bridge:
     """A bridge under test, started against `sim` and the broker; waits until all devices are online."""
 
     def __init__(self, kind: str, argv_for_config, mqtt_port: int, sim: Simulator, workdir: str,
-                 online_timeout: float, web_port: int | None = None):
+                 online_timeout: float, web_port: int | None = None, stage_trace: str | None = None):
         self.kind = kind
         self.base = "c2m" if kind == "cast2mqtt" else "peer"
         n = len(sim.devices)
@@ -314,6 +317,8 @@ class Bridge:
         time.sleep(0.3)
         online.clear()
         env = dict(os.environ)
+        if stage_trace:
+            env["CAST2MQTT_STAGE_TRACE"] = stage_trace
         self.proc = Proc(kind, argv_for_config(config), os.path.join(workdir, f"{tag}.log"), env=env)
         ok = self.watch.wait_for(lambda: len(online) >= n or not self.proc.alive(), online_timeout)
         self.online_s = (now_ns() - self.proc.started_ns) / 1e9
@@ -550,6 +555,8 @@ def main() -> int:
     ap.add_argument("--cold-commands", type=int, default=120, help="hops: commands, spaced --cold-spacing-ms apart")
     ap.add_argument("--cold-statuses", type=int, default=80, help="hops: device statuses, spaced likewise")
     ap.add_argument("--cold-spacing-ms", type=float, default=50)
+    ap.add_argument("--stages", action="store_true",
+                    help="hops: also time the stages inside cast2mqtt (CAST2MQTT_STAGE_TRACE) and print them")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--web-page", metavar="CHROMIUM", nargs="?", const="/usr/bin/chromium",
                     help="also measure cast2mqtt with its web page open in this headless chromium (scale rows)")
@@ -595,7 +602,9 @@ def main() -> int:
             procs_to_stop.append(sim)
             for kind in kinds:
                 print(f"==> {kind}: command and status latency, {args.samples} samples each")
-                bridge = Bridge(kind, argv_for(kind), mport, sim, workdir, online_timeout=60)
+                trace = (os.path.join(workdir, "stages.txt")
+                         if args.stages and "hops" in parts and kind == "cast2mqtt" else None)
+                bridge = Bridge(kind, argv_for(kind), mport, sim, workdir, online_timeout=60, stage_trace=trace)
                 try:
                     if "command" in parts:
                         results[kind]["command"] = percentiles(measure_command(bridge, sim, args.samples, args.warmup))
@@ -609,6 +618,10 @@ def main() -> int:
                         print(f"    cold    {results[kind]['hops']}")
                 finally:
                     bridge.stop()
+                if trace:
+                    if not os.path.exists(trace):
+                        raise BenchError("--stages: the daemon wrote no stage trace")
+                    results[kind]["stages"] = stage_trace.summarize(trace, gap_ms=args.cold_spacing_ms * 0.4)
             sim.stop()
             procs_to_stop.remove(sim)
 
@@ -648,6 +661,9 @@ def main() -> int:
         broker.stop()
 
     print_table(results, kinds)
+    if "stages" in results.get("cast2mqtt", {}):
+        print()
+        print(stage_trace.render(results["cast2mqtt"]["stages"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

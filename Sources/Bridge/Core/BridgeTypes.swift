@@ -175,6 +175,24 @@ public enum CastOperationKind: Sendable, Hashable {
     case storeSession(mediaSessionId: Int)
     /// Launch `appId` unless it runs, join it, media RESUME_SESSION (the status arrives as an event).
     case resumeSession(sessionState: JSONValue, appId: String)
+
+    /// The case's name in snake case, the `operation` label of `/metrics` (a fixed set of values).
+    public var metricLabel: String {
+        switch self {
+        case .getReceiverStatus: "get_receiver_status"
+        case .getMediaStatus: "get_media_status"
+        case .launch: "launch"
+        case .stopApp: "stop_app"
+        case .setVolume: "set_volume"
+        case .setMuted: "set_muted"
+        case .media: "media"
+        case .load: "load"
+        case .queueLoad: "queue_load"
+        case .send: "send"
+        case .storeSession: "store_session"
+        case .resumeSession: "resume_session"
+        }
+    }
 }
 
 extension CastOperationKind {
