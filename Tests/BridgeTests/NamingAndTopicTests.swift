@@ -67,6 +67,49 @@ import Testing
         }
     }
 
+    /// The one-pass parser against the level-splitting one it replaced (kept here as the
+    /// reference): every topic built from the grammar's own words, empty levels and non-ASCII
+    /// text, up to six levels, under bases with and without `/` and non-ASCII.
+    @Test func parseAgreesWithTheLevelSplittingReference() {
+        let words = ["cast2mqtt", "home", "cast", "bridge", "request", "command", "send", "status", "homeassistant",
+                     "tv", "", "play", "é", "urn:x-cast:a", String(repeating: "n", count: 64), String(repeating: "n", count: 65),
+                     "bridgé", "commandx", "x"]
+        var random = SystemRandomNumberGenerator()
+        var checked = 0
+        for (base, prefix) in [("cast2mqtt", "homeassistant"), ("home/cast", "ha/x"), ("cäst", "homeassistant")] {
+            let grammar = TopicGrammar(base: base, discoveryPrefix: prefix)
+            var topics = ["\(prefix)/status", "\(prefix)/status/x", prefix, base, "\(base)/", "\(base)//", "\(base)x/tv/command/play"]
+            for _ in 0..<4000 {
+                let levels = (0..<Int.random(in: 0...5, using: &random)).map { _ in words.randomElement(using: &random)! }
+                topics.append(([base] + levels).joined(separator: "/"))
+            }
+            for topic in topics {
+                #expect(grammar.parse(topic) == Self.reference(grammar, topic), "\(topic)")
+                checked += 1
+            }
+        }
+        #expect(checked > 12000)
+    }
+
+    /// The parser before it went one-pass (split into levels, then matched).
+    static func reference(_ g: TopicGrammar, _ topic: String) -> IncomingTopic? {
+        if topic == "\(g.discoveryPrefix)/status" { return .homeAssistantStatus }
+        let prefix = g.base + "/"
+        guard topic.hasPrefix(prefix) else { return nil }
+        let levels = topic.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard levels.count >= 2, !levels[0].isEmpty else { return nil }
+        if levels[0] == "bridge" {
+            guard levels.count == 3, levels[1] == "request", !levels[2].isEmpty, levels[2].utf8.count <= 64 else { return nil }
+            return .bridgeRequest(name: levels[2])
+        }
+        guard levels[1] == "command" else { return nil }
+        if levels.count >= 3, levels[2] == "send" {
+            guard levels.count >= 4 else { return .deviceCommand(device: levels[0], name: "send") }
+            return .deviceSend(device: levels[0], namespace: levels[3...].joined(separator: "/"))
+        }
+        return .deviceCommand(device: levels[0], name: levels.dropFirst(2).joined(separator: "/"))
+    }
+
     @Test func subscriptions() {
         #expect(g.subscriptions(homeAssistant: true) == ["cast2mqtt/+/command/#", "cast2mqtt/bridge/request/+", "homeassistant/status"])
         #expect(g.subscriptions(homeAssistant: false).count == 2)

@@ -28,31 +28,81 @@ public struct TopicGrammar: Sendable, Hashable {
         return out
     }
 
-    /// Classifies a topic; nil when it is none of the bridge's input topics.
+    /// Classifies a topic; nil when it is none of the bridge's input topics. Compares bytes, as
+    /// the broker does when it matches our subscriptions, and makes strings only of what it
+    /// returns (it runs on every command: one pass, no splitting into an array of levels).
     public func parse(_ topic: String) -> IncomingTopic? {
-        if topic == "\(discoveryPrefix)/status" { return .homeAssistantStatus }
-        let prefix = base + "/"
-        guard topic.hasPrefix(prefix) else { return nil }
-        let rest = topic.dropFirst(prefix.count)
-        let levels = rest.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard levels.count >= 2, !levels[0].isEmpty else { return nil }
-        if levels[0] == "bridge" {
-            guard levels.count == 3, levels[1] == "request", Self.isName(levels[2]) else { return nil }
-            return .bridgeRequest(name: levels[2])
+        var topic = topic
+        var base = base
+        var discoveryPrefix = discoveryPrefix
+        return topic.withUTF8 { t in
+            discoveryPrefix.withUTF8 { d in
+                base.withUTF8 { b in Self.parse(t, base: b, discoveryPrefix: d) }
+            }
         }
-        guard levels[1] == "command" else { return nil }
-        if levels.count >= 3, levels[2] == "send" {
-            guard levels.count >= 4 else { return .deviceCommand(device: levels[0], name: "send") }
-            let namespace = levels[3...].joined(separator: "/")
-            return .deviceSend(device: levels[0], namespace: namespace)
-        }
-        // Every topic under `command/` is a command, so it gets its one answer: a name with more
-        // levels (`command/volume/extra`, `command/play/`) or none is an unknown command.
-        // (`command/#` also delivers `command` itself.)
-        return .deviceCommand(device: levels[0], name: levels.dropFirst(2).joined(separator: "/"))
     }
 
-    static func isName(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 64 }
+    private static let slash = UInt8(ascii: "/")
+
+    private static func parse(_ t: UnsafeBufferPointer<UInt8>, base b: UnsafeBufferPointer<UInt8>,
+                              discoveryPrefix d: UnsafeBufferPointer<UInt8>) -> IncomingTopic? {
+        if t.count == d.count + 7, starts(t, with: d, at: 0), equals(t, d.count, "/status") { return .homeAssistantStatus }
+        guard t.count > b.count, starts(t, with: b, at: 0), t[b.count] == slash else { return nil }
+        // Levels after `<base>/`: the device, then what follows it.
+        let devStart = b.count + 1
+        guard let devEnd = firstSlash(t, from: devStart), devEnd > devStart else { return nil }
+        let device = string(t, devStart, devEnd)
+        let second = devEnd + 1
+        let secondEnd = firstSlash(t, from: second) ?? t.count
+        if equals(t, devStart, "bridge"), devEnd - devStart == 6 {
+            // `bridge/request/<name>`: exactly three levels, the name non-empty and short.
+            guard secondEnd < t.count, secondEnd - second == 7, equals(t, second, "request") else { return nil }
+            let nameStart = secondEnd + 1
+            guard firstSlash(t, from: nameStart) == nil, t.count > nameStart, t.count - nameStart <= 64 else { return nil }
+            return .bridgeRequest(name: string(t, nameStart, t.count))
+        }
+        guard secondEnd - second == 7, equals(t, second, "command") else { return nil }
+        // `command` alone is a command with an empty name (`command/#` delivers it too).
+        guard secondEnd < t.count else { return .deviceCommand(device: device, name: "") }
+        let rest = secondEnd + 1
+        let thirdEnd = firstSlash(t, from: rest) ?? t.count
+        if thirdEnd - rest == 4, equals(t, rest, "send") {
+            // The namespace is everything after `send/` (it may contain `/`).
+            guard thirdEnd < t.count else { return .deviceCommand(device: device, name: "send") }
+            return .deviceSend(device: device, namespace: string(t, thirdEnd + 1, t.count))
+        }
+        // Every topic under `command/` is a command, so it gets its one answer: a name with more
+        // levels (`command/volume/extra`, `command/play/`) is an unknown command.
+        return .deviceCommand(device: device, name: string(t, rest, t.count))
+    }
+
+    private static func starts(_ t: UnsafeBufferPointer<UInt8>, with p: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
+        guard t.count - offset >= p.count else { return false }
+        for i in 0..<p.count where t[offset + i] != p[i] { return false }
+        return true
+    }
+
+    /// `t` holds the ASCII `literal` at `offset` (not necessarily ending there).
+    private static func equals(_ t: UnsafeBufferPointer<UInt8>, _ offset: Int, _ literal: StaticString) -> Bool {
+        let n = literal.utf8CodeUnitCount
+        guard t.count - offset >= n else { return false }
+        let l = literal.utf8Start
+        for i in 0..<n where t[offset + i] != l[i] { return false }
+        return true
+    }
+
+    private static func firstSlash(_ t: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        var i = from
+        while i < t.count {
+            if t[i] == slash { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private static func string(_ t: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: t[from..<to]), as: UTF8.self)
+    }
 
     // MARK: building
 
