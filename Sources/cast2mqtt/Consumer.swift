@@ -130,10 +130,16 @@ final class Consumer {
         for line in output.debugLogs { logger.debug("\(line)") }
         for line in output.homeAssistantLogs { homeAssistantLogger.info("\(line)") }
         if let levels = output.logLevels { LogControl.shared.apply(levels) }
-        // Operations first: a command's Cast message leaves before the publications it caused
-        // are encoded and written (the two go to different peers; neither waits for the other).
-        for operation in output.operations { start(operation) }
-        for publication in output.publications { publish(publication) }
+        // What answers the input leaves first: a device's status is published before the Cast
+        // requests it leads to are written, a command's Cast message is written before the
+        // publications it caused (the two go to different peers; neither waits for the other).
+        if case .device = bridgeInput {
+            for publication in output.publications { publish(publication) }
+            for operation in output.operations { start(operation) }
+        } else {
+            for operation in output.operations { start(operation) }
+            for publication in output.publications { publish(publication) }
+        }
         for id in output.forgotten {
             guard let close = fleet.drop(id) else { continue }
             nextClose += 1
