@@ -20,6 +20,9 @@ public struct CommandParser: Sendable {
              refresh, announce
         case skipAd = "skip_ad"
         case tracks, queue
+
+        /// One hash look-up instead of comparing the name with each case's in turn.
+        static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
     }
 
     /// The bridge requests (`bridge/request/<name>`): the one list of their names.
@@ -66,32 +69,51 @@ public struct CommandParser: Sendable {
         } catch {
             return .failure(ParseFailure(error: error, id: nil))
         }
+        // The JSON form, `{` … `}` between ASCII white space: parsed from the bytes themselves
+        // (no String, no copy). The parser checks the UTF-8 of every string, so a document it
+        // accepts is valid UTF-8; only one it refuses is looked at again, for the right message.
+        if let first = payload.firstIndex(where: { !Self.isASCIISpace($0) }), payload[first] == UInt8(ascii: "{"),
+           let last = payload.lastIndex(where: { !Self.isASCIISpace($0) }), payload[last] == UInt8(ascii: "}") {
+            let json = first == 0 && last == payload.count - 1 ? payload : Array(payload[first...last])
+            return jsonBody(json, validUTF8: { String(validating: payload, as: UTF8.self) != nil })
+        }
         guard let text = String(validating: payload, as: UTF8.self) else {
             return .failure(ParseFailure(error: .invalid("the payload is not valid UTF-8"), id: nil))
         }
         let trimmed = Self.trimmed(text)
         guard trimmed.hasPrefix("{") else { return .success(.short(trimmed)) }
-        let json = Array(trimmed.utf8)
+        return jsonBody(Array(trimmed.utf8), validUTF8: { true })
+    }
+
+    private func jsonBody(_ json: [UInt8], validUTF8: () -> Bool) -> Result<Body, ParseFailure> {
         // Refused before it is decoded (a deep payload costs a decoder time, on the loop the
         // devices share). The device also echoes what we send inside its own status, a few levels
         // deeper: past its decoder's limit the answer could not be read and the command would end
         // in `timeout`.
         if JSONOutput.nestsDeeper(json, than: Self.maxJSONDepth) {
+            guard validUTF8() else {
+                return .failure(ParseFailure(error: .invalid("the payload is not valid UTF-8"), id: nil))
+            }
             return .failure(ParseFailure(error: .invalid(
                 "the JSON nests more than \(Self.maxJSONDepth) levels deep; flatten custom_data or data"), id: nil))
         }
         guard let value = JSONOutput.parse(json), case .object(let dict) = value else {
+            guard validUTF8() else {
+                return .failure(ParseFailure(error: .invalid("the payload is not valid UTF-8"), id: nil))
+            }
             return .failure(ParseFailure(error: .invalid("the payload starts with { but is not a valid JSON object"), id: nil))
         }
         return .success(.json(dict))
     }
+
+    static func isASCIISpace(_ b: UInt8) -> Bool { b == 0x20 || (0x09...0x0D).contains(b) }
 
     /// `text.trimmingCharacters(in: .whitespacesAndNewlines)`, with ASCII white space taken off
     /// the bytes (Foundation's `CharacterSet` look-ups were ~3 % of a cold command turn);
     /// Foundation decides when an end is not ASCII (U+0085, U+00A0, U+2028 and the like).
     static func trimmed(_ text: String) -> String {
         let bytes = text.utf8
-        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (0x09...0x0D).contains(b) }
+        let isSpace = isASCIISpace
         var start = bytes.startIndex
         var end = bytes.endIndex
         while start < end, isSpace(bytes[start]) { start = bytes.index(after: start) }
@@ -144,7 +166,7 @@ public struct CommandParser: Sendable {
         case .failure(let f): return .failure(f)
         case .success(let (b, e)): (body, envelope) = (b, e)
         }
-        guard let command = CommandName(rawValue: name) else {
+        guard let command = CommandName.byName[name] else {
             return .failure(ParseFailure(error: BridgeError(.unknownCommand,
                 "there is no command \"\(name.prefix(64))\"; commands are: \(Self.commandNames.joined(separator: ", "))"), id: envelope.id))
         }
