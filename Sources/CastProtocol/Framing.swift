@@ -45,13 +45,52 @@ public enum CastFraming {
         return size
     }
 
-    /// Appends one frame (header + body) for `message` to `buffer`.
+    /// Appends one frame (header + body) for `message` to `buffer`; on a throw `buffer` is as it
+    /// was. The body is the CastMessage protobuf written field by field straight into the buffer,
+    /// byte for byte what SwiftProtobuf writes for it (`CastMessage.serializedBytes()`, the
+    /// reference its tests compare with): every field set, in field order, an unknown protocol
+    /// version as CASTV2_1_0. No intermediate message, array or copy on the way to the socket.
     public static func write(_ message: CastMessage, into buffer: inout ByteBuffer) throws {
-        let body = try message.serializedBytes()
-        guard !body.isEmpty else { throw CastFramingError.emptyFrame }
-        guard body.count <= maxBodySize else { throw CastFramingError.oversizedFrame(length: body.count) }
-        buffer.writeInteger(UInt32(body.count), endianness: .big)
-        buffer.writeBytes(body)
+        let start = buffer.writerIndex
+        buffer.writeInteger(UInt32(0), endianness: .big)  // the length, set at the end
+        let version = (0...3).contains(message.protocolVersion) ? message.protocolVersion : 0
+        buffer.writeInteger(UInt8(1 << 3))  // protocol_version, varint
+        writeVarint(UInt64(version), into: &buffer)
+        writeField(2, message.sourceID, into: &buffer)
+        writeField(3, message.destinationID, into: &buffer)
+        writeField(4, message.namespace, into: &buffer)
+        switch message.payload {
+        case .string(let text):
+            buffer.writeInteger(UInt16(5 << 3) << 8)  // payload_type STRING
+            writeField(6, text, into: &buffer)
+        case .binary(let bytes):
+            buffer.writeInteger(UInt16(5 << 3) << 8 | 1)  // payload_type BINARY
+            buffer.writeInteger(UInt8(7 << 3 | 2))
+            writeVarint(UInt64(bytes.count), into: &buffer)
+            buffer.writeBytes(bytes)
+        }
+        let length = buffer.writerIndex - start - headerSize
+        guard length <= maxBodySize else {
+            buffer.moveWriterIndex(to: start)
+            throw CastFramingError.oversizedFrame(length: length)
+        }
+        buffer.setInteger(UInt32(length), at: start, endianness: .big)
+    }
+
+    /// A length-delimited string field: its tag, its UTF-8 length as a varint, its bytes.
+    private static func writeField(_ number: UInt8, _ text: String, into buffer: inout ByteBuffer) {
+        buffer.writeInteger(number << 3 | 2)
+        writeVarint(UInt64(text.utf8.count), into: &buffer)
+        buffer.writeString(text)
+    }
+
+    private static func writeVarint(_ value: UInt64, into buffer: inout ByteBuffer) {
+        var rest = value
+        while rest >= 0x80 {
+            buffer.writeInteger(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        buffer.writeInteger(UInt8(rest))
     }
 
     /// One frame as bytes (used by tests and the simulator's fault injection).

@@ -130,6 +130,39 @@ private let binaryGolden =
         #expect(try decodeAll([Array(frame.prefix(50))]).isEmpty)
     }
 
+    /// The frame writer puts the protobuf into the buffer itself: byte for byte SwiftProtobuf's
+    /// encoding, for every shape (lengths across varint boundaries, text, binary, empty fields,
+    /// non-ASCII, protocol versions in and out of range), and it leaves the buffer as it was when
+    /// the body is too large.
+    @Test func theFrameWriterWritesWhatSwiftProtobufWrites() throws {
+        var random = SeededRandom(seed: 11)
+        let texts = ["", "a", "sender-0", "é", "\u{1F600}", String(repeating: "x", count: 127), String(repeating: "y", count: 128)]
+        var checked = 0
+        for length in [0, 1, 127, 128, 16_383, 16_384, 65_400, 66_000] + (0..<60).map({ _ in Int(random.next() % 66_000) }) {
+            for version in [0, 1, 2, 3, 4, -1, 1 << 40] {
+                let id = texts[Int(random.next() % UInt64(texts.count))]
+                for payload in [CastPayload.string(String(repeating: "é", count: length / 2)), .binary((0..<length).map { UInt8(truncatingIfNeeded: $0) })] {
+                    let message = CastMessage(protocolVersion: version, sourceID: id, destinationID: texts[checked % texts.count],
+                                              namespace: "urn:x-cast:" + id, payload: payload)
+                    var buffer = ByteBuffer(bytes: [9, 9])
+                    let reference = try message.serializedBytes()
+                    if reference.count <= CastFraming.maxBodySize {
+                        try CastFraming.write(message, into: &buffer)
+                        let expected = [9, 9] + withUnsafeBytes(of: UInt32(reference.count).bigEndian, Array.init) + reference
+                        #expect(Array(buffer.readableBytesView) == expected)
+                    } else {
+                        #expect(throws: CastFramingError.oversizedFrame(length: reference.count)) {
+                            try CastFraming.write(message, into: &buffer)
+                        }
+                        #expect(Array(buffer.readableBytesView) == [9, 9])
+                    }
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 68 * 7 * 2)
+    }
+
     /// The size rule is computed from the field lengths: it must equal the serialized size for
     /// every shape of message (lengths across the varint boundaries, text and binary).
     @Test func encodedSizeIsTheSerializedSize() throws {
