@@ -31,6 +31,9 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
 
     public var events: AsyncStream<MQTTEvent> { connection.events }
 
+    /// libmosquitto's log is being read (while connecting, or always at trace); for tests.
+    var readsLibraryLog: Bool { connection.shared.withLock { $0.libraryLogOn } }
+
     /// Starts the network thread, which connects and keeps reconnecting until shutdown.
     public func start() throws {
         let (shutDown, alreadyStarted) = lifecycle.withLock { state in

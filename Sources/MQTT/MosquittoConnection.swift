@@ -65,6 +65,8 @@ final class MosquittoConnection: @unchecked Sendable {
         var trackCompletions = false
         var completedMids: Set<Int32> = []
         var lastLibraryError: String?
+        /// libmosquitto's log callback is set (`libraryLogging`).
+        var libraryLogOn = false
     }
     let shared = Locked(Shared())
 
@@ -187,6 +189,7 @@ final class MosquittoConnection: @unchecked Sendable {
     /// line less on every command and every publication. (A connection that fails later is
     /// reported with libmosquitto's return code and errno, without its text.)
     func libraryLogging(_ on: Bool) {
+        shared.withLock { $0.libraryLogOn = on }
         guard on else {
             mosquitto_log_callback_set(handle, nil)
             return
