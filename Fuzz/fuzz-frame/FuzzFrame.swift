@@ -6,7 +6,7 @@ import NIOCore
 /// The stream goes through `CastFrameDecoder` twice: whole, and in chunks of that size the way
 /// `ByteToMessageHandler` feeds it (decode after every read). Both must yield the same messages
 /// and the same error. Every decoded message must survive `CastFraming.frame` and decode to
-/// itself. The stream is also parsed as one bare `CastMessage` body.
+/// itself, and the frame's body must be SwiftProtobuf's encoding of it. The stream is also parsed as one bare `CastMessage` body.
 func fuzzFrame(_ input: UnsafeRawBufferPointer) {
     guard let first = input.first else { return }
     let chunk = Int(first) + 1
@@ -33,6 +33,9 @@ func fuzzFrame(_ input: UnsafeRawBufferPointer) {
         }
         let again = decodeAll([ArraySlice(frame)])
         precondition(again.error == nil && again.messages == [message], "a message does not survive a round trip")
+        // The frame writer encodes by hand: it must write SwiftProtobuf's bytes.
+        precondition((try? message.serializedBytes()) == Array(frame.dropFirst(CastFraming.headerSize)),
+                     "the frame writer and SwiftProtobuf encode a message differently")
     }
 
     _ = try? CastMessage(serializedBytes: stream)
