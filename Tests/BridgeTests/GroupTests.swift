@@ -166,7 +166,7 @@ import Testing
         #expect(out.json("cast2mqtt/kitchen_speaker/response")?["error"]?["code"] == .string("no_app"))
 
         _ = groupPlays(&h)
-        for (command, payload) in [("pause", ""), ("play", ""), ("toggle", ""), ("stop", ""), ("seek", "30"), ("next", ""), ("previous", "")] {
+        for (command, payload) in [("pause", ""), ("play", ""), ("toggle", ""), ("stop", ""), ("seek", "30"), ("rate", "1.5"), ("next", ""), ("previous", "")] {
             out = h.publish("cast2mqtt/kitchen_speaker/command/\(command)", payload)
             let op = try #require(out.operations.first, "\(command) was not sent")
             #expect(op.deviceID == Self.groupID, "\(command) went to \(op.deviceID)")
@@ -184,6 +184,12 @@ import Testing
             #expect(op.deviceID == speakerID, "\(command) went to \(op.deviceID)")
             h.complete(op, .done)
         }
+        // Every command by one rule: what acts on the media session the member shows goes to the
+        // group (subtitles and the queue too), the rest stays.
+        let toGroup: [DeviceCommand] = [.skipAd, .tracks(TracksCommand(subtitles: .off)), .queue(.jump(itemId: 1))]
+        let toMember: [DeviceCommand] = [.quit, .refresh, .transfer(to: "den", keepSource: false)]
+        for command in toGroup { #expect(h.core.commandTarget(command, device: speakerID) == Self.groupID, "\(command)") }
+        for command in toMember { #expect(h.core.commandTarget(command, device: speakerID) == speakerID, "\(command)") }
         // Not a member: the TV's own media.
         h.online(tvDescriptor(), status: receiver(app: nil))
         out = h.publish("cast2mqtt/living_room_tv/command/pause", "")

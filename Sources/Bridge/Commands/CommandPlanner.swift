@@ -139,12 +139,14 @@ enum CommandPlanner {
 }
 
 extension CommandPlanner {
-    /// The commands a member that shows its group's playback hands to the group's session
-    /// (mqtt-api.md §4); volume, mute, load, launch, announce and the rest stay on the member.
+    /// The commands a member that shows its group's playback hands to the group's session: the
+    /// transport commands of mqtt-api.md §4 and, where it is silent, every other command that
+    /// acts on the media session the member shows (its rate, ad, subtitles, queue); volume, mute,
+    /// load, launch, announce and the rest stay on the member.
     static func actsOnGroup(_ command: DeviceCommand) -> Bool {
         switch command {
-        case .play, .pause, .toggle, .stop, .seek, .next, .previous: return true
-        default: return false
+        case .play, .pause, .toggle, .stop, .seek, .next, .previous, .rate, .skipAd, .tracks, .queue: return true
+        case .load, .volume, .mute, .launch, .quit, .send, .transfer, .refresh, .announce: return false
         }
     }
 }
