@@ -242,8 +242,29 @@ import Testing
         #expect(single(h.publishSettled(command("queue"), #"{"repeat": "all"}"#)) != nil)
         // Loaded by the bridge's own load: its queue is the bridge's.
         let load = single(h.publish(command("load"), #"{"url": "http://x/a.mp3", "app_id": "5E3A1C01"}"#))
-        if let load { h.complete(load, .mediaStatus([queue([1, 2], current: 1)])) }
+        if let load {
+            #expect(h.complete(load, .mediaStatus([queue([1, 2], current: 1)])).sessionsChanged, "ownership is saved")
+        }
         #expect(single(h.publishSettled(command("queue"), #"{"insert": [{"url": "http://x/n.mp3"}]}"#)) != nil)
+
+        // Across a restart (the state file, JSON as on disk): still the bridge's while the same
+        // session runs; another session of the app is not.
+        let saved = try? JSONDecoder().decode(SessionSnapshot.self, from: JSONEncoder().encode(h.core.sessionSnapshot()))
+        #expect(saved?.devices[tvID]?.loadedByBridge == true)
+        for (session, owned) in [("music-1", true), ("music-2", false)] {
+            var restarted = Harness()
+            if let saved { restarted.core.restore(saved) }
+            var app = music
+            app.sessionId = session
+            restarted.online(status: receiver(app: app), media: [queue([1, 2], current: 1)])
+            let out = restarted.publishSettled(command("queue"), #"{"insert": [{"url": "http://x/n.mp3"}]}"#)
+            #expect(out.operations.count == (owned ? 1 : 0), "\(session): \(error(out) ?? "sent")")
+            if !owned { #expect(error(out) == "invalid_player_state") }
+        }
+        // A file of an older version (no such key) reads as not loaded by the bridge.
+        let old = #"{"devices":{"\#(tvID)":{"appId":"5E3A1C01","sessionId":"music-1"}}}"#
+        let oldEntry = (try? JSONDecoder().decode(SessionSnapshot.self, from: Data(old.utf8)))?.devices[tvID]
+        #expect(oldEntry != nil && oldEntry?.loadedByBridge == nil)
     }
 
     @Test func loadSaysWhichAppItReplaced() throws {

@@ -11,6 +11,9 @@ struct BridgeLoads: Sendable {
     /// The app session the bridge's last successful `load` on the device started or used.
     func session(_ id: DeviceID) -> String? { sessions[id] }
 
+    /// A session a previous run's `load` started (the state file), still the bridge's if it runs.
+    mutating func restore(_ id: DeviceID, session: String) { sessions[id] = session }
+
     /// A `load` is about to run on `device`: remembers the running app it replaces (another app
     /// than the load's).
     mutating func starting(_ load: LoadCommand, on device: DeviceRecord) {

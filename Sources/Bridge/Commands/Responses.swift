@@ -78,6 +78,8 @@ extension BridgeCore {
         if case .load = command {
             // Which app the load replaced (another app than the load's, e.g. Spotify), when it did.
             let replaced = loads.finished(device, device: registry[device], ok: data != nil)
+            // The queue the load made the bridge's is saved with the sessions (state_dir).
+            if data != nil { out.sessionsChanged = true }
             if case .object(var fields)? = data {
                 fields["replaced"] = BridgeLoads.document(replaced)
                 data = .object(fields)

@@ -5,7 +5,8 @@ import Foundation
 /// `sessionSnapshot()` (JSON, Codable) when `BridgeOutput.sessionsChanged` is true and hands the
 /// saved snapshot to `restore(_:)` right after creating the core. A restored session that is
 /// still running when the device answers is joined silently: no `session_started` event, and
-/// (as always) no relaunch or reload.
+/// (as always) no relaunch or reload. A session the bridge's own `load` started keeps its queue
+/// the bridge's across the restart (`loadedByBridge`; absent in files of older versions).
 public struct SessionSnapshot: Codable, Sendable, Hashable {
     public struct Entry: Codable, Sendable, Hashable {
         public var appId: String
@@ -13,13 +14,18 @@ public struct SessionSnapshot: Codable, Sendable, Hashable {
         public var transportId: String?
         public var mediaSessionId: Int?
         public var contentId: String?
+        /// The bridge's own `load` started (or used) this app session: its queue is the bridge's
+        /// to edit (`CommandPlanner.queuePlan`). Written only when true.
+        public var loadedByBridge: Bool?
 
-        public init(appId: String, sessionId: String?, transportId: String?, mediaSessionId: Int?, contentId: String?) {
+        public init(appId: String, sessionId: String?, transportId: String?, mediaSessionId: Int?, contentId: String?,
+                    loadedByBridge: Bool? = nil) {
             self.appId = appId
             self.sessionId = sessionId
             self.transportId = transportId
             self.mediaSessionId = mediaSessionId
             self.contentId = contentId
+            self.loadedByBridge = loadedByBridge
         }
     }
 
@@ -34,8 +40,10 @@ extension BridgeCore {
         var entries: [DeviceID: SessionSnapshot.Entry] = [:]
         for id in registry.ids {
             guard let device = registry[id], let app = device.activeApp else { continue }
+            let loaded = app.sessionId != nil && loads.session(id) == app.sessionId
             entries[id] = .init(appId: app.appId, sessionId: app.sessionId, transportId: app.transportId,
-                                mediaSessionId: device.media?.mediaSessionId, contentId: device.media?.effectiveMedia?.contentId)
+                                mediaSessionId: device.media?.mediaSessionId, contentId: device.media?.effectiveMedia?.contentId,
+                                loadedByBridge: loaded ? true : nil)
         }
         return SessionSnapshot(devices: entries)
     }
@@ -43,6 +51,9 @@ extension BridgeCore {
     /// Seeds the sessions saved by a previous run.
     public mutating func restore(_ snapshot: SessionSnapshot) {
         sessions = RestoredSessions(saved: snapshot.devices)
+        for (id, entry) in snapshot.devices where entry.loadedByBridge == true {
+            if let session = entry.sessionId { loads.restore(id, session: session) }
+        }
     }
 }
 
