@@ -61,36 +61,40 @@ public enum StageTrace {
         Recorder.shared.write(to: path)
     }
 
+    /// `@unchecked Sendable`: `count` and the buffers' contents are touched only under `lock`
+    /// (a mutex at a fixed address, allocated once; the recorder lives as long as the process).
     private final class Recorder: @unchecked Sendable {
         static let shared = Recorder()
         private let capacity = 1 << 20
         private let stages: UnsafeMutablePointer<UInt8>
         private let times: UnsafeMutablePointer<Int64>
         private var count = 0
-        private var lock = pthread_mutex_t()
+        private let lock: UnsafeMutablePointer<pthread_mutex_t>
 
         private init() {
             stages = .allocate(capacity: capacity)
             times = .allocate(capacity: capacity)
-            pthread_mutex_init(&lock, nil)
+            lock = .allocate(capacity: 1)
+            lock.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(lock, nil)
         }
 
         func record(_ stage: Stage) {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let ns = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-            pthread_mutex_lock(&lock)
+            pthread_mutex_lock(lock)
             if count < capacity {
                 stages[count] = stage.rawValue
                 times[count] = ns
                 count += 1
             }
-            pthread_mutex_unlock(&lock)
+            pthread_mutex_unlock(lock)
         }
 
         func write(to path: String) {
-            pthread_mutex_lock(&lock)
-            defer { pthread_mutex_unlock(&lock) }
+            pthread_mutex_lock(lock)
+            defer { pthread_mutex_unlock(lock) }
             guard count > 0, let file = fopen(path, "a") else { return }
             for i in 0..<count { fputs("\(stages[i]) \(times[i])\n", file) }
             fclose(file)
