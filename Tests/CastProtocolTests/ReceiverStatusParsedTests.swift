@@ -114,29 +114,10 @@ import Testing
             Issue.record("the typical status does not parse")
             return
         }
-        func mutate(_ value: JSONValue, depth: Int) -> JSONValue {
-            switch value {
-            case .object(let o) where depth < 4:
-                var out: [String: JSONValue] = [:]
-                for (k, v) in o {
-                    switch Int.random(in: 0..<10, using: &rng) {
-                    case 0: continue
-                    case 1: out[k] = kinds.randomElement(using: &rng)
-                    default: out[k] = mutate(v, depth: depth + 1)
-                    }
-                }
-                return .object(out)
-            case .array(let a) where depth < 4:
-                var items = a.map { mutate($0, depth: depth + 1) }
-                if Int.random(in: 0..<5, using: &rng) == 0, let extra = kinds.randomElement(using: &rng) { items.append(extra) }
-                return .array(items)
-            default:
-                return Int.random(in: 0..<8, using: &rng) == 0 ? (kinds.randomElement(using: &rng) ?? value) : value
-            }
-        }
+        let mutator = JSONMutator(kinds: kinds, maxDepth: 4, fieldOdds: 10, appendOdds: 5, leafOdds: 8)
         for _ in 0..<2000 {
             var t = top
-            if let status = top["status"] { t["status"] = mutate(status, depth: 0) }
+            if let status = top["status"] { t["status"] = mutator.mutate(status, using: &rng) }
             agree(String(decoding: JSONValue.object(t).jsonBytes, as: UTF8.self))
         }
     }

@@ -113,11 +113,10 @@ public struct CommandParser: Sendable {
     /// Foundation decides when an end is not ASCII (U+0085, U+00A0, U+2028 and the like).
     static func trimmed(_ text: String) -> String {
         let bytes = text.utf8
-        let isSpace = isASCIISpace
         var start = bytes.startIndex
         var end = bytes.endIndex
-        while start < end, isSpace(bytes[start]) { start = bytes.index(after: start) }
-        while end > start, isSpace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+        while start < end, isASCIISpace(bytes[start]) { start = bytes.index(after: start) }
+        while end > start, isASCIISpace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
         if start < end, bytes[start] >= 0x80 || bytes[bytes.index(before: end)] >= 0x80 {
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
