@@ -124,7 +124,7 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public init() {}
 
     /// The bridge's own version string, shown in `bridge/info`.
-    public var version = "0.1.0"
+    public var version = BuildVersion.string
 }
 
 /// A configuration problem, with the dotted path of the key (`mqtt.qos`) in the message.
