@@ -1,0 +1,191 @@
+# Functions behind scripts/package (sourced; ROOT, DIST, SCRATCH, STAGE and CACHE are set there).
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'scripts/package: %s\n' "$*" >&2; exit 1; }
+
+# The version the binary reports: a tag (v1.2.3 → 1.2.3) or a commit, with -dirty for a changed
+# work tree. No tag yet: the commit's short hash.
+release_version() {
+    if [[ -n ${CAST2MQTT_VERSION:-} ]]; then
+        printf '%s\n' "$CAST2MQTT_VERSION"
+        return
+    fi
+    local described
+    described=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo unknown)
+    printf '%s\n' "${described#v}"
+}
+
+# A Debian version that sorts the way builds were made. A tagged build is its tag
+# (1.2.3, or 1.2.3+git5.gabcdef0 five commits later); without a tag it is
+# 0.1.0+git<commits>.g<hash> (the commit count makes a later build sort higher); a dirty tree
+# adds .dirty.
+deb_version() {
+    if [[ -n ${CAST2MQTT_DEB_VERSION:-} ]]; then
+        printf '%s\n' "$CAST2MQTT_DEB_VERSION"
+        return
+    fi
+    local v=${1:?} dirty=""
+    if [[ $v == *-dirty ]]; then dirty=.dirty; v=${v%-dirty}; fi
+    if [[ $v =~ ^([0-9][0-9A-Za-z.~]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
+        printf '%s+git%s.g%s%s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "$dirty"
+    elif [[ $v =~ ^[0-9][0-9A-Za-z.+~]*$ ]]; then
+        printf '%s%s\n' "$v" "${dirty:++dirty}"
+    else
+        local count
+        count=$(git -C "$ROOT" rev-list --count HEAD 2>/dev/null || echo 0)
+        printf '0.1.0+git%s.g%s%s\n' "$count" "$v" "$dirty"
+    fi
+}
+
+# Copies the files git knows (tracked, and new ones not ignored) into $STAGE, with
+# Sources/Bridge/Configuration/BuildVersion.swift saying $1. rsync --checksum leaves unchanged
+# files alone, so the release build stays incremental.
+stage_tree() {
+    local version=$1 tmp
+    tmp=$(mktemp -d)
+    # shellcheck disable=SC2064
+    trap "rm -rf '$tmp'" RETURN
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard --deduplicate |
+        tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$tmp"
+    [[ -f $ROOT/Package.resolved ]] && cp -p "$ROOT/Package.resolved" "$tmp/"
+    local escaped=${version//\\/\\\\}
+    escaped=${escaped//\"/\\\"}
+    cat > "$tmp/Sources/Bridge/Configuration/BuildVersion.swift" <<EOF
+// Written by scripts/package: the version of this release build.
+public enum BuildVersion {
+    public static let string = "$escaped"
+}
+EOF
+    mkdir -p "$STAGE"
+    rsync -a --checksum --delete "$tmp/" "$STAGE/"
+}
+
+package_binary() {
+    command -v rsync >/dev/null || die "rsync is needed (apt-get install rsync)"
+    local version
+    version=$(release_version)
+    if [[ ${CAST2MQTT_REUSE_BINARY:-0} == 1 && -x $DIST/cast2mqtt && -f $DIST/VERSION ]]; then
+        say "reusing $DIST/cast2mqtt ($(cat "$DIST/VERSION"))"
+        return
+    fi
+    say "release build of cast2mqtt $version (static Swift runtime) in $SCRATCH"
+    stage_tree "$version"
+    local start=$SECONDS
+    nice -n 19 swift build -c release --package-path "$STAGE" --scratch-path "$SCRATCH" \
+        --static-swift-stdlib --product cast2mqtt
+    say "built in $((SECONDS - start)) s"
+    mkdir -p "$DIST"
+    local bin
+    bin=$(swift build -c release --package-path "$STAGE" --scratch-path "$SCRATCH" --show-bin-path)/cast2mqtt
+    strip --strip-all -o "$DIST/cast2mqtt.tmp" "$bin"
+    mv "$DIST/cast2mqtt.tmp" "$DIST/cast2mqtt"
+    printf '%s\n' "$version" > "$DIST/VERSION"
+    local reported
+    reported=$("$DIST/cast2mqtt" --version)
+    [[ $reported == "$version" ]] || die "the binary says version '$reported', expected '$version'"
+    say "dist/cast2mqtt: $(stat -c %s "$DIST/cast2mqtt") bytes, version $reported"
+    "$ROOT/Tests/packaging/check_needed.sh" "$DIST/cast2mqtt"
+}
+
+# The .deb: debhelper over deploy/debian/ and the release binary, in dist/deb-build/.
+package_deb() {
+    command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
+        die "dpkg-dev and debhelper are needed (apt-get install debhelper)"
+    package_binary
+    local version debver build
+    version=$(cat "$DIST/VERSION")
+    debver=$(deb_version "$version")
+    build=$DIST/deb-build/cast2mqtt-$debver
+    say "cast2mqtt_${debver}_amd64.deb (binary $version)"
+    rm -rf "$DIST/deb-build"
+    mkdir -p "$build"
+    cp -a "$ROOT/deploy/debian" "$build/debian"
+    cp -p "$DIST/cast2mqtt" "$build/cast2mqtt"
+    # The docs listed in debian/docs, from the tree.
+    local doc
+    while read -r doc; do
+        [[ -n $doc ]] || continue
+        mkdir -p "$build/$(dirname "$doc")"
+        cp -p "$ROOT/$doc" "$build/$doc"
+    done < "$ROOT/deploy/debian/docs"
+    # The unit is deploy/cast2mqtt.service with the packaged binary's path.
+    {
+        echo "# systemd unit for cast2mqtt, installed by its Debian package (from deploy/cast2mqtt.service)."
+        sed '1,/^# The Debian package/d; s|/usr/local/bin/cast2mqtt|/usr/bin/cast2mqtt|g' "$ROOT/deploy/cast2mqtt.service"
+    } > "$build/debian/cast2mqtt.service"
+    local date
+    date=$(git -C "$ROOT" log -1 --format=%aD 2>/dev/null || date -R)
+    printf 'cast2mqtt (%s) unstable; urgency=medium\n\n  * Built from cast2mqtt %s.\n\n -- %s  %s\n' \
+        "$debver" "$version" "cast2mqtt maintainers <cast2mqtt@example.org>" "$date" > "$build/debian/changelog"
+    if ! (cd "$build" && nice -n 19 dpkg-buildpackage -b -us -uc --no-check-builddeps \
+            >"$DIST/deb-build/build.log" 2>&1); then
+        tail -40 "$DIST/deb-build/build.log" >&2
+        die "dpkg-buildpackage failed (dist/deb-build/build.log)"
+    fi
+    local deb=cast2mqtt_${debver}_amd64.deb
+    mv "$DIST/deb-build/$deb" "$DIST/$deb"
+    say "dist/$deb: $(stat -c %s "$DIST/$deb") bytes"
+    dpkg-deb -f "$DIST/$deb" Depends Recommends >&2
+    if command -v lintian >/dev/null; then
+        say "lintian $deb"
+        lintian --info --display-info --pedantic --fail-on error,warning "$DIST/$deb" >&2 ||
+            die "lintian: $deb has errors or warnings"
+    fi
+}
+# This machine's Debian sources (a deb822 .sources file or a one-line sources.list), given to
+# mmdebstrap as they are, so that a chroot or image uses the same mirror and suites as the host.
+# CAST2MQTT_DEBIAN_SOURCES names another file.
+debian_sources() {
+    if [[ -n ${CAST2MQTT_DEBIAN_SOURCES:-} ]]; then
+        printf '%s\n' "$CAST2MQTT_DEBIAN_SOURCES"
+        return
+    fi
+    local f
+    for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+        if [[ -s $f ]] && grep -Eq '^(URIs:|deb )' "$f"; then
+            printf '%s\n' "$f"
+            return
+        fi
+    done
+    die "no Debian sources found in /etc/apt (set CAST2MQTT_DEBIAN_SOURCES)"
+}
+
+# The Debian suite of the host (bookworm here): the chroots and images match the glibc the
+# binary was built against.
+debian_suite() {
+    # shellcheck disable=SC1091
+    (. /etc/os-release && printf '%s\n' "${VERSION_CODENAME:?}")
+}
+
+# base_rootfs NAME PACKAGES...: a minbase root filesystem tarball with PACKAGES, made with
+# mmdebstrap once and cached in $CACHE/rootfs/ (keyed by the suite, the sources and the package
+# list; remade after CAST2MQTT_ROOTFS_MAX_AGE_DAYS, default 14). Prints the tarball's path.
+base_rootfs() {
+    command -v mmdebstrap >/dev/null || die "mmdebstrap is needed (apt-get install mmdebstrap)"
+    local name=$1
+    shift
+    local suite sources key tarball
+    suite=$(debian_suite)
+    sources=$(debian_sources)
+    key=$({ echo "$suite"; cat "$sources"; printf '%s\n' "$@"; } | sha256sum | cut -c1-12)
+    tarball=$CACHE/rootfs/$name-$suite-$key.tar
+    mkdir -p "$CACHE/rootfs"
+    if [[ -f $tarball ]] &&
+        [[ -z $(find "$tarball" -mtime +"${CAST2MQTT_ROOTFS_MAX_AGE_DAYS:-14}") ]]; then
+        printf '%s\n' "$tarball"
+        return
+    fi
+    say "mmdebstrap: $name ($suite, minbase + $*) into $tarball"
+    local includes
+    includes=$(IFS=,; printf '%s' "$*")
+    # Apt's lists are kept (a test installs the package's dependencies from them); the
+    # downloaded .debs are not.
+    nice -n 19 mmdebstrap --variant=minbase --mode=root --format=tar --skip=cleanup/apt/lists \
+        ${includes:+--include="$includes"} "$suite" "$tarball.tmp" "$sources" >&2 ||
+        { rm -f "$tarball.tmp"; die "mmdebstrap failed"; }
+    mv "$tarball.tmp" "$tarball"
+    printf '%s\n' "$tarball"
+}
+
+package_image() { die "image: not written yet"; }
+package_addon() { die "addon: the Home Assistant add-on image is not built by this script yet"; }
