@@ -77,15 +77,85 @@ import Testing
         #expect(h.complete(restore, .mediaStatus([playing(session: 5)])).operations.isEmpty, "restored once")
     }
 
+    /// Issue #26: `announce` A then B without `wait`: B is answered once (`queued`), never again
+    /// when it plays; every announcement of a chain gets exactly one response, whatever happens.
+    @Test func aQueuedAnnouncementIsAnsweredOnce() throws {
+        var h = playingTV()
+        var all: [JSONValue] = []
+        let first = h.publish(topic, #"{"id": "A", "url": "http://x/a.mp3"}"#)
+        all += responses(first)
+        let playingA = try playClip(&h, first, url: "http://x/a.mp3", session: 2)
+        all += responses(playingA)
+        let second = h.publish(topic, #"{"id": "B", "url": "http://x/b.mp3"}"#)
+        all += responses(second)
+        #expect(responses(second).first?["data"]?["queued"] == .number(1))
+        let next = h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))
+        all += responses(next)
+        let playingB = try playClip(&h, next, url: "http://x/b.mp3", session: 3)
+        #expect(responses(playingB).isEmpty, "B was answered when it was queued")
+        all += responses(playingB)
+        all += responses(h.feed(CastEvent.mediaStatus(tvID, [finished(3)])))
+        let restore = settle(&h)
+        all += responses(restore)
+        if let op = restore.operations.first { all += responses(h.complete(op, .mediaStatus([playing(session: 4)]))) }
+        #expect(all.map { $0["id"] } == [.string("A"), .string("B")], "one answer each: \(all)")
+    }
+
+    /// A queued announcement (answered `queued`) that fails or is cancelled later is told as a
+    /// `load_failed` event, not as a second response.
+    @Test func aQueuedAnnouncementThatDoesNotPlayIsAnEventNotASecondAnswer() throws {
+        var h = playingTV()
+        let first = h.publish(topic, #"{"id": 1, "url": "http://x/a.mp3"}"#)
+        _ = try playClip(&h, first, url: "http://x/a.mp3", session: 2)
+        #expect(responses(h.publish(topic, #"{"id": 2, "url": "http://x/b.mp3"}"#)).first?["data"]?["queued"] == .number(1))
+        #expect(responses(h.publish(topic, #"{"id": 3, "url": "http://x/c.mp3"}"#)).first?["data"]?["queued"] == .number(2))
+        // B's LOAD fails: no response (it had one); an event says so.
+        let next = h.feed(CastEvent.mediaStatus(tvID, [finished(2)]))
+        let loadB = try #require(next.operations.first)
+        let failed = h.feed(.operationCompleted(loadB.token, .failure(BridgeError(.loadFailed, "the receiver could not load the media"))))
+        #expect(responses(failed).isEmpty)
+        let event = try #require(failed.on("cast2mqtt/living_room_tv/event").compactMap(json).first)
+        #expect(event["type"] == .string("load_failed"))
+        #expect(event["command"] == .string("announce"))
+        #expect(event["id"] == .number(2))
+        #expect(event["content_id"] == .string("http://x/b.mp3"))
+        #expect(event["error"]?["code"] == .string("load_failed"))
+        // C plays next; a load interrupts it: C was answered, so no second response either.
+        let loadC = try #require(failed.operations.first)
+        _ = h.complete(loadC, .mediaStatus([clip("http://x/c.mp3", session: 3)]))
+        let radio = h.publish("cast2mqtt/living_room_tv/command/load", #"{"id": "r", "url": "http://x/radio.mp3"}"#)
+        #expect(responses(radio).isEmpty, "C and the others were answered already; the load waits for its LOAD")
+    }
+
+    /// Announcements still waiting when a load interrupts: one that was answered `queued` is
+    /// told by an event, one with `wait` (not answered yet) by its response.
+    @Test func cancelledWaitingAnnouncementsAreAnsweredOnce() throws {
+        var h = playingTV()
+        let first = h.publish(topic, #"{"id": 1, "url": "http://x/a.mp3", "wait": true}"#)
+        _ = try playClip(&h, first, url: "http://x/a.mp3", session: 2)
+        #expect(responses(h.publish(topic, #"{"id": 2, "url": "http://x/b.mp3"}"#)).count == 1)
+        #expect(responses(h.publish(topic, #"{"id": 3, "url": "http://x/c.mp3", "wait": true}"#)).isEmpty)
+        let radio = h.publish("cast2mqtt/living_room_tv/command/load", #"{"id": "r", "url": "http://x/radio.mp3"}"#)
+        #expect(responses(radio).map { $0["id"] } == [.number(1), .number(3)])
+        #expect(responses(radio).last?["error"]?["code"] == .string("load_cancelled"))
+        let events = radio.on("cast2mqtt/living_room_tv/event").compactMap(json).filter { $0["type"] == .string("load_failed") }
+        #expect(events.map { $0["id"] } == [.number(2)])
+        #expect(events.first?["error"]?["code"] == .string("load_cancelled"))
+    }
+
     @Test func aLoadEndsTheAnnouncementsWithoutARestore() throws {
         var h = playingTV()
         let first = h.publish(topic, #"{"id": 1, "url": "http://x/chime.mp3", "wait": true}"#)
         _ = h.publish(topic, #"{"id": 2, "url": "http://x/ding.mp3"}"#)
-        _ = try playClip(&h, first, url: "http://x/chime.mp3", session: 2)
+        let playing = try playClip(&h, first, url: "http://x/chime.mp3", session: 2)
+        #expect(responses(playing).first { $0["id"] == .number(2) }?["data"]?["queued"] == .number(1))
         let radio = h.publish("cast2mqtt/living_room_tv/command/load", #"{"id": "r", "url": "http://x/radio.mp3"}"#)
         let answers = responses(radio)
         #expect(answers.first { $0["id"] == .number(1) }?["data"]?["interrupted_by"] == .string("load"))
-        #expect(answers.first { $0["id"] == .number(2) }?["error"]?["code"] == .string("load_cancelled"))
+        // The second was answered when it was queued: its cancellation is an event.
+        #expect(answers.first { $0["id"] == .number(2) } == nil)
+        let cancelled = radio.on("cast2mqtt/living_room_tv/event").compactMap(json).first { $0["id"] == .number(2) }
+        #expect(cancelled?["error"]?["code"] == .string("load_cancelled"))
         let load = try #require(radio.operations.first)
         guard case .load(let request, _) = load.kind else { Issue.record("expected the user's load"); return }
         #expect(request.media.contentId == "http://x/radio.mp3")
@@ -154,10 +224,16 @@ import Testing
     @Test func offlineAnswersEveryAnnouncement() throws {
         var h = playingTV()
         let first = h.publish(topic, #"{"id": 1, "url": "http://x/chime.mp3", "wait": true}"#)
-        _ = h.publish(topic, #"{"id": 2, "url": "http://x/ding.mp3"}"#)
+        _ = h.publish(topic, #"{"id": 2, "url": "http://x/ding.mp3", "wait": true}"#)
+        _ = h.publish(topic, #"{"id": 3, "url": "http://x/dong.mp3"}"#)
         _ = try playClip(&h, first, url: "http://x/chime.mp3", session: 2)
         let down = h.feed(CastEvent.castDisconnected(tvID, reason: "heartbeat timeout"))
+        // The two not answered yet get their answer; the one answered `queued` an event.
+        #expect(responses(down).map { $0["id"] } == [.number(1), .number(2)])
         #expect(responses(down).map { $0["error"]?["code"] } == [.string("device_offline"), .string("device_offline")])
+        let events = down.on("cast2mqtt/living_room_tv/event").compactMap(json).filter { $0["type"] == .string("load_failed") }
+        #expect(events.map { $0["id"] } == [.number(3)])
+        #expect(events.first?["error"]?["code"] == .string("device_offline"))
     }
 
     @Test func expiredCommandsAreAnsweredTimeoutAndNeverSent() throws {

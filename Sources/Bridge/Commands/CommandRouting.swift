@@ -86,6 +86,7 @@ extension BridgeCore {
             case .respond(let ctx, let result): respond(ctx, result, &out)
             case .transferred(let from, let to, let contentId, let position):
                 publishTransferred(from: from, to: to, contentId: contentId, position: position, now: now, &out)
+            case .event(let id, let fields): publishDeviceEvent(id, fields, now: now, &out)
             case .log(let line): out.logs.append(line)
             }
         }

@@ -142,9 +142,7 @@ struct AnnounceJobs: Sendable {
         switch job.phase {
         case .starting:
             if case .failure(let e) = result {
-                var effects: [JobEffect] = []
-                if !job.current.answered { effects.append(.respond(job.current.ctx, .failure(e))) }
-                return effects + next(&job, device: device, now: now)
+                return [Self.fail(job.current, e, device: deviceID)] + next(&job, device: device, now: now)
             }
             if !job.steps.isEmpty { return runNextStep(job) }
             // The clip's LOAD was confirmed.
@@ -154,7 +152,8 @@ struct AnnounceJobs: Sendable {
             job.deadline = now.addingTimeInterval(min(duration + requestTimeout, Self.maxSeconds))
             job.phase = .playing
             var effects: [JobEffect] = []
-            if !job.current.command.wait {
+            // A queued one without `wait` was answered (`queued`) when it arrived: one answer.
+            if !job.current.command.wait, !job.current.answered {
                 job.current.answered = true
                 effects.append(.respond(job.current.ctx, .success(.object([
                     "state": .string(device?.stateWord ?? "off"), "restoring": .bool(true),
@@ -206,6 +205,19 @@ struct AnnounceJobs: Sendable {
         return effects
     }
 
+    /// An announcement that will not play: its response says so — or, when its one response
+    /// was already given (a queued one without `wait` is answered `queued` when it arrives), a
+    /// `load_failed` event on the device's event topic does, with the error and
+    /// `"command": "announce"`.
+    static func fail(_ a: AnnounceJob.Announcement, _ error: BridgeError, device: DeviceID) -> JobEffect {
+        guard a.answered else { return .respond(a.ctx, .failure(error)) }
+        var fields: [String: JSONValue] = ["type": .string("load_failed"), "content_id": .string(a.command.url),
+                                           "command": .string("announce"),
+                                           "error": .object(["code": .string(error.code.rawValue), "message": .string(error.message)])]
+        if let id = a.ctx.id { fields["id"] = id }
+        return .event(device, fields)
+    }
+
     /// The job of a device (its id: the scheduler drops its waiting steps when it ends early).
     func jobID(_ device: DeviceID) -> AnnounceJob.ID? { jobs[device]?.id }
 
@@ -217,10 +229,8 @@ struct AnnounceJobs: Sendable {
         if !job.current.answered, job.phase != .restoring {
             effects.append(.respond(job.current.ctx, .success(.object(["finished": .bool(false), "interrupted_by": .string(command)]))))
         }
-        for waiting in job.waiting {
-            effects.append(.respond(waiting.ctx, .failure(BridgeError(.loadCancelled,
-                "the announcement was cancelled by a newer command (\(command)) before it played"))))
-        }
+        let cancelled = BridgeError(.loadCancelled, "the announcement was cancelled by a newer command (\(command)) before it played")
+        for waiting in job.waiting { effects.append(Self.fail(waiting, cancelled, device: device)) }
         return effects
     }
 
@@ -229,7 +239,7 @@ struct AnnounceJobs: Sendable {
         guard let job = jobs.removeValue(forKey: device) else { return [] }
         var effects: [JobEffect] = []
         if !job.current.answered, job.phase != .restoring { effects.append(.respond(job.current.ctx, .failure(error))) }
-        for waiting in job.waiting { effects.append(.respond(waiting.ctx, .failure(error))) }
+        for waiting in job.waiting { effects.append(Self.fail(waiting, error, device: device)) }
         return effects
     }
 

@@ -9,6 +9,9 @@ enum JobEffect: Sendable {
     case respond(CommandContext, Result<JSONValue, BridgeError>)
     /// `stream_transferred` on the bridge and both devices.
     case transferred(from: DeviceID, to: DeviceID, contentId: String?, position: Double?)
+    /// A non-retained event on the device's `event` topic (`type` and its keys; `at` and
+    /// `device` are added).
+    case event(DeviceID, [String: JSONValue])
     case log(String)
 }
 
