@@ -9,10 +9,11 @@ import Discovery
 /// (`FactsAction`); `DeviceFactsRunner` carries them out (fetches, the fleet, the core).
 ///
 /// - A static device is asked once per connection (name, model, manufacturer, kind; a group's
-///   leader); one configured by id goes on to the bridge at once and gets its facts as an
-///   update, so a slow or failing `eureka_info` never delays it. One given only by its address
-///   waits for the answer, which gives it its id, name and topic (without an answer it is known
-///   by its address).
+///   leader); one configured by id and name goes on to the bridge at once and gets its facts as
+///   an update, so a slow or failing `eureka_info` never delays it. One without a name (given by
+///   its address alone, or by host, port and id) waits for the answer, bounded by the fetch's
+///   timeout: the answer gives it its name and so its topic (and, given by its address alone,
+///   its id); without an answer it is known by its address.
 /// - A static device that its host's `eureka_info` lists among its groups is a group (its client
 ///   then follows the multizone status); a group whose leader moved is found again there
 ///   (`elected_leader`, `cast_port`), also by asking its members when it goes offline.
@@ -264,9 +265,17 @@ struct DeviceFacts {
         return entry.id.flatMap(TXTRecordParser.normalizeID) == nil && aliases[record.id] == nil
     }
 
+    /// A static device whose entry names it not, and that mDNS has not named either: its topic
+    /// name is the slug of its friendly name, which only its `eureka_info` knows.
+    private func isUnnamed(_ record: CastDeviceRecord) -> Bool {
+        guard record.source == .static, record.serviceName == nil, let entry = statics[configured[record.id] ?? record.id]
+        else { return false }
+        return entry.name == nil
+    }
+
     private func shouldHold(_ record: CastDeviceRecord, known: (DeviceID) -> Bool) -> Bool {
         guard !settled.contains(record.id) else { return false }
-        if isAddressOnly(record) { return true }
+        if isAddressOnly(record) || isUnnamed(record) { return true }
         return record.source == .mdns && record.castType == .group && !known(record.id)
     }
 

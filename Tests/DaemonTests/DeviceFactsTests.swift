@@ -91,6 +91,45 @@ import Testing
         #expect(Self.passed(released).first.flatMap { Self.record($0.event) }?.id == other.effectiveID)
     }
 
+    /// Issue #26: a static device configured with host, port and id but no name (a speaker, and
+    /// a group on its leader's port) waits for its `eureka_info`, so that its first record — and
+    /// so its topic — carries its friendly name, not its address; without an answer it goes on,
+    /// known by its address.
+    @Test func anUnnamedStaticDeviceWaitsForItsNameAsAGroupDoes() throws {
+        let kitchen = StaticDevice(host: "192.0.2.10", id: Self.kitchenID)
+        let group = StaticDevice(host: "192.0.2.10", port: 32187, id: Self.groupID)
+        var facts = Self.facts([kitchen, group])
+        #expect(facts.discovered(.added(kitchen.record), known: { _ in false }) == [.fetch(host: "192.0.2.10")])
+        #expect(facts.discovered(.added(group.record), known: { _ in false }).isEmpty, "held, its host already asked")
+        let leads = EurekaInfo.Group(name: "Downstairs", id: Self.groupID, leader: .thisDevice, castPort: 32187)
+        let answer = facts.answered(host: "192.0.2.10", .success(Self.info(id: Self.kitchenID, name: "Kitchen speaker", groups: [leads])))
+        let added = Self.passed(answer).filter { if case .added = $0.event { true } else { false } }.compactMap { Self.record($0.event) }
+        #expect(added.first { $0.id == Self.kitchenID }?.friendlyName == "Kitchen speaker")
+        #expect(added.first { $0.id == Self.groupID }?.friendlyName == "Downstairs")
+        #expect(added.first { $0.id == Self.groupID }?.castType == .group)
+        // Nothing was passed on under its address before.
+        #expect(!Self.passed(answer).compactMap { Self.record($0.event) }.contains { $0.friendlyName == "192.0.2.10" })
+
+        // A configured name wins and does not wait.
+        let named = StaticDevice(host: "192.0.2.13", name: "Den", id: Self.denID)
+        var withName = Self.facts([named])
+        #expect(Self.passed(withName.discovered(.added(named.record), known: { _ in false })).count == 1)
+
+        // No answer: it goes on, known by its address (bounded by the fetch's timeout).
+        var lonely = Self.facts([kitchen])
+        _ = lonely.discovered(.added(kitchen.record), known: { _ in false })
+        let released = lonely.answered(host: "192.0.2.10", .failure(EurekaFetchError(.timeout, "no answer")))
+        let record = try #require(Self.passed(released).first.flatMap { Self.record($0.event) })
+        #expect(record.id == Self.kitchenID && record.friendlyName == "192.0.2.10")
+
+        // Seen over mDNS (which names it) before it was passed: not held for a name.
+        var seen = kitchen.record
+        seen.serviceName = "Chromecast-kitchen._googlecast._tcp.local"
+        seen.friendlyName = "Kitchen speaker"
+        var viaMDNS = Self.facts([kitchen])
+        #expect(Self.passed(viaMDNS.discovered(.added(seen), known: { _ in false })).count == 1)
+    }
+
     @Test func aStaticGroupIsKnownFoundAgainAfterItsLeaderMovedAndHostedGroupsAreFound() throws {
         let kitchen = StaticDevice(host: "192.0.2.10", id: Self.kitchenID)
         let den = StaticDevice(host: "192.0.2.11", id: Self.denID)

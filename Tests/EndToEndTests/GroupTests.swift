@@ -142,6 +142,29 @@ struct EndToEndGroupTests {
         }
     }
 
+    /// Issue #26: a speaker configured by host and id and a group by host, port and id, neither
+    /// with a name, get the slugs of their friendly names (from `eureka_info`) as topic names —
+    /// never their addresses.
+    @Test func unnamedStaticDevicesAreNamedByTheirEurekaInfo() async throws {
+        let home = Home()
+        let discovery = """
+          mdns: false
+          devices:
+            - {host: \(home.kitchen.host), id: \(home.kitchen.id)}
+            - {host: \(home.kitchen.host), port: \(home.groupPort), id: \(Self.dashed(home.groupID))}
+        """
+        try await withBridge(prepare: { try await home.prepare($0) }, discovery: discovery) { h in
+            try await h.waitOnline(["kitchen", "downstairs"])
+            #expect(json(h, "cast2mqtt/kitchen/info")?["name"]?.stringValue == "Kitchen")
+            #expect(json(h, "cast2mqtt/downstairs/info")?["name"]?.stringValue == "Downstairs")
+            let byAddress = h.observer.messages.map(\.topic).filter { $0.hasPrefix("cast2mqtt/127_") }
+            #expect(byAddress.isEmpty, "topics named by an address: \(Set(byAddress).sorted())")
+            let listed = await h.observer.waitJSON("cast2mqtt/bridge/devices") { $0.arrayValue?.count == 2 }
+            #expect(listed?.arrayValue?.compactMap { $0["topic"]?.stringValue }.sorted() == ["downstairs", "kitchen"],
+                    "\(String(describing: json(h, "cast2mqtt/bridge/devices")))")
+        }
+    }
+
     /// A slow or failing `eureka_info` never delays `online` for a device whose id is known: the
     /// facts come as an update when they come, or not at all.
     @Test func aSlowOrFailingEurekaInfoNeverDelaysOnline() async throws {
