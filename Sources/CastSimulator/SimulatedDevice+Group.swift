@@ -141,7 +141,7 @@ extension SimulatedDevice {
     }
 
     /// Moves the endpoint to `leader`'s address (a leader election): every connection and the
-    /// listener close, the session ends (members go back to idle), and the group listens again
+    /// listener close, the group's session goes on (senders join it again), and it listens again
     /// at the new leader's address, on `requestedPort`, else its old port when the address
     /// changed (as real groups do), else (one shared address) a free port, so the move shows.
     func moveGroupEndpoint(to leader: SimulatedDevice, port requestedPort: Int?) -> EventLoopFuture<Void> {
@@ -152,8 +152,9 @@ extension SimulatedDevice {
         let old = addressBox.withLockedValue { $0 }
         let newHost = leader.host
         let port = requestedPort ?? (newHost == old.host ? 0 : old.port)
+        // The group's session lives on at the new leader (its app and media are kept; the members
+        // keep following it): only the endpoint moves, so every connection to it is closed.
         return closeEverything().flatMap { () -> EventLoopFuture<Void> in
-            self.resetApplications()
             self.addressBox.withLockedValue { $0 = BoundAddress(host: newHost, port: port) }
             return self.bindListeners().flatMapError { error in
                 guard port != 0, requestedPort == nil else { return self.eventLoop.makeFailedFuture(error) }

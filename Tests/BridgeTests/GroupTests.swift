@@ -145,9 +145,67 @@ import Testing
         #expect(out.json("cast2mqtt/den/media")?["playing_in"] == nil)
         #expect(out.on(speakerState).isEmpty)  // unchanged: still playing in the group
 
-        // The group goes offline: the member no longer shows it.
+        // The group goes offline: the member keeps showing it while it reconnects, and no longer
+        // once it has not come back within the hold.
         out = h.feed(CastEvent.castDisconnected(Self.groupID, reason: "heartbeat timeout"))
+        #expect(out.on(speakerState).isEmpty && out.on(speakerMedia).isEmpty)
+        h.now = h.now.addingTimeInterval(GroupDirectory.reconnectHold + 1)
+        out = h.feed(.tick)
         #expect(out.texts(speakerState).last == "idle")
+        #expect(out.json(speakerMedia)?["playing_in"] == nil)
+    }
+
+    /// Issue #26: a member of a playing group that launches an app of its own (a custom receiver
+    /// without a media session) shows that, not its group; a multizone follower app or the
+    /// group's own app is still the group's playback.
+    @Test func aMemberRunningAnAppOfItsOwnDoesNotMirrorItsGroup() throws {
+        var (h, _) = setUp()
+        _ = groupPlays(&h)
+        #expect(shown(h, speakerID)["playing_in"] == .string("downstairs"))
+        let custom = ReceiverApplication(appId: "ABCD1234", displayName: "Custom receiver", namespaces: ["urn:x-cast:com.example"],
+                                         sessionId: "own-session", statusText: "Custom", transportId: "own-transport")
+        var out = h.feed(CastEvent.receiverStatus(speakerID, receiver(app: custom)))
+        out.append(h.feed(CastEvent.mediaStatus(speakerID, [])))
+        #expect(out.json(speakerMedia)?["playing_in"] == nil, "\(String(describing: out.json(speakerMedia)))")
+        #expect(shown(h, speakerID)["playing_in"] == nil)
+        #expect(out.texts(speakerState).last == "idle")
+        // Its transport commands are its own again (the custom receiver has no media session).
+        #expect(h.core.commandTarget(.pause, device: speakerID) == speakerID)
+        #expect(shown(h, Self.denID)["playing_in"] == .string("downstairs"), "the other member still plays in the group")
+        // Back to following the group (older firmware's follower app): the group's again.
+        let follower = ReceiverApplication(appId: "MultizoneFollower", displayName: "Multizone follower", namespaces: [],
+                                           sessionId: "f", statusText: nil, transportId: "multizone-2")
+        out = h.feed(CastEvent.receiverStatus(speakerID, receiver(app: follower)))
+        #expect(out.json(speakerMedia)?["playing_in"] == .string("downstairs"))
+        #expect(h.core.commandTarget(.pause, device: speakerID) == Self.groupID)
+        // The idle screen is no app of its own either.
+        out = h.feed(CastEvent.receiverStatus(speakerID, receiver(app: ReceiverApplication(appId: CastAppID.backdrop, displayName: "Backdrop",
+                                                                                              isIdleScreen: true))))
+        #expect(shown(h, speakerID)["playing_in"] == .string("downstairs"))
+    }
+
+    /// Issue #26: while a static group reconnects (its leader moved) its members keep showing its
+    /// playback — no `idle` in between — and when it is back they go on showing it.
+    @Test func membersKeepTheirGroupsPlaybackWhileItReconnects() throws {
+        var (h, _) = setUp()
+        _ = groupPlays(&h)
+        #expect(shown(h, speakerID)["playing_in"] == .string("downstairs"))
+        var all = h.feed(CastEvent.castDisconnected(Self.groupID, reason: "closed by peer"))
+        #expect(all.texts("cast2mqtt/downstairs/availability").last == "offline")
+        h.now = h.now.addingTimeInterval(GroupDirectory.reconnectHold - 5)
+        all.append(h.feed(.tick))
+        #expect(shown(h, speakerID)["playing_in"] == .string("downstairs"))
+        // Back at its new leader, the same session.
+        all.append(h.feed(CastEvent.castConnected(Self.groupID)))
+        all.append(h.feed(CastEvent.receiverStatus(Self.groupID, receiver(app: Self.groupApp))))
+        all.append(h.feed(CastEvent.mediaStatus(Self.groupID, [playing(session: 7, content: "http://192.0.2.5/group.mp3")])))
+        h.now = h.now.addingTimeInterval(GroupDirectory.reconnectHold)
+        all.append(h.feed(.tick))
+        for topic in [speakerMedia, "cast2mqtt/den/media"] {
+            #expect(all.on(topic).compactMap(json).allSatisfy { $0["playing_in"] == .string("downstairs") }, "\(topic) flickered")
+        }
+        #expect(!all.texts(speakerState).contains { $0 != "playing" })
+        #expect(shown(h, speakerID)["playing_in"] == .string("downstairs"))
     }
 
     @Test func aMemberPlayingOnItsOwnShowsItsOwnMedia() {

@@ -165,6 +165,64 @@ struct EndToEndGroupTests {
         }
     }
 
+    /// Issue #26: while the group plays, a member that launches an app of its own stops showing
+    /// the group's playback; and a member of a group whose leader moves keeps showing it through
+    /// the group's reconnect (the group never stopped playing), with no `idle` in between.
+    @Test func membersFollowTheirOwnAppAndKeepTheGroupThroughALeaderMove() async throws {
+        let home = Home()
+        let discovery = """
+          mdns: false
+          devices:
+            - {host: \(home.kitchen.host), name: Kitchen, id: \(home.kitchen.id)}
+            - {host: \(home.den.host), name: Den, id: \(home.den.id)}
+            - {host: \(home.kitchen.host), port: \(home.groupPort), name: Downstairs, id: \(home.groupID)}
+        """
+        try await withBridge(prepare: { try await home.prepare($0) }, discovery: discovery) { h in
+            let group = h.devices[3]
+            try await h.waitOnline(["kitchen", "den", "downstairs"])
+            try await waitMembers(h, "first status") { $0.count == 2 }
+            #expect(try await h.command("downstairs", "load", "http://127.0.0.1/media/song.mp3").status == "ok")
+            for member in ["kitchen", "den"] {
+                let shown = await h.observer.waitJSON(h.topic(member, "media")) {
+                    $0["playing_in"]?.stringValue == "downstairs" && $0["state"]?.stringValue == "playing"
+                }
+                #expect(shown != nil, "\(member) does not show the group: \(String(describing: json(h, h.topic(member, "media"))))")
+            }
+
+            // The leader moves: the members never stop showing the group's playback.
+            let mark = h.observer.messages.count
+            let moved = try await h.simulator.moveLeader(ofGroup: group.id)
+            #expect(moved.host == home.den.host)
+            let relocated = await h.observer.waitJSON("cast2mqtt/downstairs/info", timeout: .seconds(30)) {
+                $0["address"]?.stringValue == home.den.host
+            }
+            #expect(relocated != nil, "not found at its new leader; daemon log:\n\(h.log.suffix(5000))")
+            #expect(await h.observer.wait("cast2mqtt/downstairs/availability", timeout: .seconds(20)) { $0 == "online" } != nil)
+            let playingAgain = await h.observer.waitJSON("cast2mqtt/downstairs/media", timeout: .seconds(20)) {
+                $0["state"]?.stringValue == "playing"
+            }
+            #expect(playingAgain != nil, "the group does not play after the move")
+            // The group's media after the reconnect reached the members too (or nothing changed).
+            _ = await waitUntil(timeout: .seconds(5)) {
+                h.observer.messages.dropFirst(mark).contains { $0.topic == "cast2mqtt/downstairs/availability" && $0.payload == Array("online".utf8) }
+            }
+            let after = h.observer.messages.dropFirst(mark)
+            for member in ["kitchen", "den"] {
+                let docs = after.filter { $0.topic == h.topic(member, "media") }.compactMap { JSONValue.parse($0.payload) }
+                #expect(docs.allSatisfy { $0["playing_in"]?.stringValue == "downstairs" },
+                        "\(member) flickered during the move: \(docs)")
+                let states = after.filter { $0.topic == h.topic(member, "state") }.map { String(decoding: $0.payload, as: UTF8.self) }
+                #expect(states.allSatisfy { $0 == "playing" }, "\(member) states during the move: \(states)")
+            }
+
+            // Kitchen launches an app of its own (no media session): it shows that, Den the group.
+            #expect(try await h.command("kitchen", "launch", SimulatedAppID.echo).status == "ok")
+            let own = await h.observer.waitJSON(h.topic("kitchen", "media")) { $0["playing_in"] == nil }
+            #expect(own != nil, "kitchen still mirrors the group: \(String(describing: json(h, h.topic("kitchen", "media"))))")
+            #expect(json(h, h.topic("den", "media"))?["playing_in"]?.stringValue == "downstairs")
+        }
+    }
+
     /// A slow or failing `eureka_info` never delays `online` for a device whose id is known: the
     /// facts come as an update when they come, or not at all.
     @Test func aSlowOrFailingEurekaInfoNeverDelaysOnline() async throws {

@@ -108,6 +108,7 @@ public struct BridgeCore: Sendable {
         releaseHeld(device: nil, now: now, &out)
         transfers.expireCandidates(now: now)
         apply(announcements.tick(now: now, devices: registry), now: now, &out)
+        expireGroupHolds(now: now, &out)
         republishPositions(now: now, &out)
     }
 

@@ -37,6 +37,7 @@ extension BridgeCore {
         guard registry[id] != nil else { return }
         failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
         guard let device = registry.remove(id) else { return }
+        groups.setReconnecting(id, false, now: now)
         publisher.forget(id, topic: device.topic, discovery: discoveryTopics(device), topics: topics, &out)
         out.forgotten.append(id)
         publishBridgeEvent("device_removed", device, now: now, &out)
@@ -66,8 +67,10 @@ extension BridgeCore {
                 publishDeviceEvent(id, ["type": .string("connected")], now: now, &out)
             }
             releaseHeld(device: device.topic, now: now, &out)
+            groupLinkChanged(id, online: true, now: now)
             bridgeTopicsChanged(now: now, &out)
         case .wentOffline(let reason)?:
+            groupLinkChanged(id, online: false, now: now)
             failAllWork(id, BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))"), now: now, &out)
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)

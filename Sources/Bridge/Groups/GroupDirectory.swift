@@ -81,4 +81,29 @@ struct GroupDirectory: Sendable {
         guard dynamicGroups.removeValue(forKey: id) != nil else { return [] }
         return setMembers(of: id, [])
     }
+
+    // MARK: - Static groups that are reconnecting
+
+    /// How long the members of a static group that went offline keep showing its playback:
+    /// a group whose leader moves is offline until the bridge finds it at the new leader and
+    /// connects again (one round of the leader search, which asks again every 30 s), though it
+    /// never stopped playing. Past this its members show their own state.
+    static let reconnectHold: TimeInterval = 30
+
+    /// Static groups offline for less than `reconnectHold`: group → when the hold ends.
+    private(set) var reconnecting: [DeviceID: Date] = [:]
+
+    func isReconnecting(_ group: DeviceID) -> Bool { reconnecting[group] != nil }
+
+    /// A static group went offline (`true`) or came back or was removed (`false`).
+    mutating func setReconnecting(_ group: DeviceID, _ offline: Bool, now: Date) {
+        reconnecting[group] = offline ? now.addingTimeInterval(Self.reconnectHold) : nil
+    }
+
+    /// The groups whose hold ended by `now` (no longer held).
+    mutating func expireReconnecting(now: Date) -> [DeviceID] {
+        let ended = reconnecting.filter { $0.value <= now }.keys.sorted()
+        for id in ended { reconnecting[id] = nil }
+        return ended
+    }
 }

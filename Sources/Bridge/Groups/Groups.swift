@@ -19,8 +19,10 @@ extension BridgeCore {
 
     /// The group whose playback a device shows, and what its `playing_in` says (the group's topic
     /// name, or a dynamic group's name): an online device with no active media session of its
-    /// own, while one of its online groups has one (static groups first, by topic name, then
-    /// dynamic ones, by name).
+    /// own, while one of its groups has one (static groups first, by topic name, then dynamic
+    /// ones, by name) and the device runs no app of its own (`followsGroup`). The group must be
+    /// online — or a static group reconnecting (`GroupDirectory.reconnectHold`: a moved leader
+    /// does not make its members flicker).
     func mirroredGroup(_ id: DeviceID) -> (group: DeviceRecord, playingIn: String)? {
         guard let device = registry[id], device.descriptor.castType != .group, device.online,
               device.media?.isActive != true, groups.groupsOf[id] != nil else { return nil }
@@ -29,10 +31,26 @@ extension BridgeCore {
             if let group = groups.dynamicGroups[gid] { return (true, group.descriptor.friendlyName, group) }
             return nil
         }.sorted { ($0.dynamic ? 1 : 0, $0.label, $0.record.id) < ($1.dynamic ? 1 : 0, $1.label, $1.record.id) }
-        for candidate in candidates where candidate.record.online && candidate.record.media?.isActive == true {
+        for candidate in candidates where candidate.record.online || groups.isReconnecting(candidate.record.id) {
+            guard candidate.record.media?.isActive == true, Self.followsGroup(device.activeApp, candidate.record.activeApp)
+            else { continue }
             return (candidate.record, candidate.label)
         }
         return nil
+    }
+
+    /// The app ids a member shows while it plays its group's stream (older firmware; newer
+    /// firmware shows the group's own app, or none).
+    static let multizoneFollowerApps: Set<String> = ["MultizoneLeader", "MultizoneFollower"]
+
+    /// Whether a member's own running app (`own`, idle screen excluded) is its group's playback
+    /// rather than an app of its own: none, a multizone follower app, or the group's own app.
+    /// A member that launched another app (a custom receiver with no media session) plays
+    /// that, not its group.
+    static func followsGroup(_ own: ReceiverApplication?, _ group: ReceiverApplication?) -> Bool {
+        guard let own else { return true }
+        if multizoneFollowerApps.contains(own.appId) { return true }
+        return own.appId == group?.appId
     }
 
     // MARK: - Documents
@@ -87,6 +105,25 @@ extension BridgeCore {
     }
 
     // MARK: - Changes
+
+    /// A static group went offline or came back: while it reconnects its members keep showing
+    /// its playback (bounded by `GroupDirectory.reconnectHold`).
+    mutating func groupLinkChanged(_ gid: DeviceID, online: Bool, now: Date) {
+        guard registry[gid]?.descriptor.castType == .group else { return }
+        groups.setReconnecting(gid, !online, now: now)
+    }
+
+    /// Static groups that did not come back within `GroupDirectory.reconnectHold`: their members
+    /// show their own state (change-only).
+    mutating func expireGroupHolds(now: Date, _ out: inout BridgeOutput) {
+        for gid in groups.expireReconnecting(now: now) {
+            let shown = groups.members(of: gid).filter { registry[$0] != nil }
+            if !shown.isEmpty {
+                out.logs.append("group \(registry.topicName(gid)) did not come back within \(Int(GroupDirectory.reconnectHold)) s: its members show their own state")
+            }
+            for member in shown.sorted() { publishDeviceState(member, now: now, &out) }
+        }
+    }
 
     /// A group's snapshot or description changed (or a device stopped being a group): its
     /// members are read again, and its `members`, its `info`, the `info` of members that joined
