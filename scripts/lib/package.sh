@@ -26,7 +26,12 @@ deb_version() {
     fi
     local v=${1:?} dirty=""
     if [[ $v == *-dirty ]]; then dirty=.dirty; v=${v%-dirty}; fi
-    if [[ $v =~ ^([0-9][0-9A-Za-z.~]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
+    if [[ $v =~ ^[0-9a-f]{7,40}$ ]]; then
+        # No tag: a commit hash (which may start with a digit).
+        local count
+        count=$(git -C "$ROOT" rev-list --count HEAD 2>/dev/null || echo 0)
+        printf '0.1.0+git%s.g%s%s\n' "$count" "$v" "$dirty"
+    elif [[ $v =~ ^([0-9][0-9A-Za-z.~]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
         printf '%s+git%s.g%s%s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "$dirty"
     elif [[ $v =~ ^[0-9][0-9A-Za-z.+~]*$ ]]; then
         printf '%s%s\n' "$v" "${dirty:++dirty}"
@@ -72,7 +77,7 @@ package_binary() {
     stage_tree "$version"
     local start=$SECONDS
     nice -n 19 swift build -c release --package-path "$STAGE" --scratch-path "$SCRATCH" \
-        --static-swift-stdlib --product cast2mqtt
+        --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product cast2mqtt
     say "built in $((SECONDS - start)) s"
     mkdir -p "$DIST"
     local bin
@@ -80,6 +85,7 @@ package_binary() {
     strip --strip-all -o "$DIST/cast2mqtt.tmp" "$bin"
     mv "$DIST/cast2mqtt.tmp" "$DIST/cast2mqtt"
     printf '%s\n' "$version" > "$DIST/VERSION"
+    deb_version "$version" > "$DIST/DEB_VERSION"
     local reported
     reported=$("$DIST/cast2mqtt" --version)
     [[ $reported == "$version" ]] || die "the binary says version '$reported', expected '$version'"
@@ -94,7 +100,7 @@ package_deb() {
     package_binary
     local version debver build
     version=$(cat "$DIST/VERSION")
-    debver=$(deb_version "$version")
+    debver=${CAST2MQTT_DEB_VERSION:-$(cat "$DIST/DEB_VERSION" 2>/dev/null || deb_version "$version")}
     build=$DIST/deb-build/cast2mqtt-$debver
     say "cast2mqtt_${debver}_amd64.deb (binary $version)"
     rm -rf "$DIST/deb-build"
@@ -128,7 +134,7 @@ package_deb() {
     dpkg-deb -f "$DIST/$deb" Depends Recommends >&2
     if command -v lintian >/dev/null; then
         say "lintian $deb"
-        lintian --info --display-info --pedantic --fail-on error,warning "$DIST/$deb" >&2 ||
+        lintian --display-info --pedantic --fail-on error,warning "$DIST/$deb" >&2 ||
             die "lintian: $deb has errors or warnings"
     fi
 }

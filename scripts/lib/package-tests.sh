@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The install tests of what scripts/package builds (Tests/packaging):
+#
+#   scripts/lib/package-tests.sh [deb|image|all]     (default: all)
+#
+# Installs what is missing (Debian packages, the Python packages in
+# Tests/packaging/requirements.txt), builds the release binary (incrementally, in
+# .build-release; CAST2MQTT_REUSE_BINARY=1 takes dist/cast2mqtt as it is), the .deb and the
+# image, then runs pytest on Tests/packaging. Needs root and the debug cast-sim
+# (.build/debug/cast-sim, or CAST_SIM). The base root filesystems are made once with mmdebstrap
+# and cached in ${CAST2MQTT_CACHE:-~/.cache/cast2mqtt}/rootfs.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+what=${1:-all}
+
+need=(mmdebstrap debhelper lintian rsync mosquitto)
+[[ $what == deb ]] || need+=(podman)
+missing=()
+for p in "${need[@]}"; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "==> apt-get install ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+python3 -c 'import paho.mqtt, requests, pytest' 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check -r Tests/packaging/requirements.txt
+
+export CAST_SIM=${CAST_SIM:-$root/.build/debug/cast-sim}
+[[ -x $CAST_SIM ]] || { echo "package-tests: no cast-sim at $CAST_SIM (swift build --product cast-sim)" >&2; exit 1; }
+
+start=$SECONDS
+scripts/package binary
+tests=(Tests/packaging/test_binary.py)
+if [[ $what == deb || $what == all ]]; then
+    CAST2MQTT_REUSE_BINARY=1 scripts/package deb
+    tests+=(Tests/packaging/test_deb.py)
+fi
+if [[ $what == image || $what == all ]]; then
+    CAST2MQTT_REUSE_BINARY=1 scripts/package image
+    tests+=(Tests/packaging/test_image.py)
+fi
+echo "==> packages built in $((SECONDS - start)) s; testing" >&2
+python3 -m pytest -q -p no:cacheprovider "${tests[@]}"
+echo "==> package tests done in $((SECONDS - start)) s" >&2
