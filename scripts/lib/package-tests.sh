@@ -15,7 +15,7 @@ cd "$root"
 what=${1:-all}
 
 need=(mmdebstrap debhelper lintian rsync mosquitto)
-[[ $what == deb ]] || need+=(podman)
+[[ $what == deb ]] || need+=(podman runc)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

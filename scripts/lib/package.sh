@@ -163,17 +163,27 @@ debian_suite() {
     (. /etc/os-release && printf '%s\n' "${VERSION_CODENAME:?}")
 }
 
-# base_rootfs NAME PACKAGES...: a minbase root filesystem tarball with PACKAGES, made with
-# mmdebstrap once and cached in $CACHE/rootfs/ (keyed by the suite, the sources and the package
-# list; remade after CAST2MQTT_ROOTFS_MAX_AGE_DAYS, default 14). Prints the tarball's path.
+# base_rootfs NAME [--slim] PACKAGES...: a minbase root filesystem tarball with PACKAGES, made
+# with mmdebstrap once and cached in $CACHE/rootfs/ (keyed by the suite, the sources and the
+# package list; remade after CAST2MQTT_ROOTFS_MAX_AGE_DAYS, default 14). Prints the tarball's
+# path. Without --slim apt's lists are kept (a test installs dependencies from them); --slim
+# (for an image) drops them and keeps no documentation, manual pages or translations, as
+# Debian's slim images do.
 base_rootfs() {
     command -v mmdebstrap >/dev/null || die "mmdebstrap is needed (apt-get install mmdebstrap)"
-    local name=$1
+    local name=$1 slim=0
     shift
+    if [[ ${1:-} == --slim ]]; then slim=1; shift; fi
+    local -a opts=(--skip=cleanup/apt/lists)
+    if ((slim)); then
+        opts=(--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*'
+              --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/info/*'
+              --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*')
+    fi
     local suite sources key tarball
     suite=$(debian_suite)
     sources=$(debian_sources)
-    key=$({ echo "$suite"; cat "$sources"; printf '%s\n' "$@"; } | sha256sum | cut -c1-12)
+    key=$({ echo "$suite"; if ((slim)); then echo slim; fi; cat "$sources"; printf '%s\n' "$@"; } | sha256sum | cut -c1-12)
     tarball=$CACHE/rootfs/$name-$suite-$key.tar
     mkdir -p "$CACHE/rootfs"
     if [[ -f $tarball ]] &&
@@ -186,12 +196,64 @@ base_rootfs() {
     includes=$(IFS=,; printf '%s' "$*")
     # Apt's lists are kept (a test installs the package's dependencies from them); the
     # downloaded .debs are not.
-    nice -n 19 mmdebstrap --variant=minbase --mode=root --format=tar --skip=cleanup/apt/lists \
+    nice -n 19 mmdebstrap --variant=minbase --mode=root --format=tar "${opts[@]}" \
         ${includes:+--include="$includes"} "$suite" "$tarball.tmp" "$sources" >&2 ||
         { rm -f "$tarball.tmp"; die "mmdebstrap failed"; }
     mv "$tarball.tmp" "$tarball"
     printf '%s\n' "$tarball"
 }
 
-package_image() { die "image: not written yet"; }
+# What the image needs at run time, on top of Debian's minbase (see deploy/container/Containerfile).
+IMAGE_PACKAGES=(libavahi-client3 libmosquitto1 dbus avahi-daemon tini ca-certificates)
+PODMAN_LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1000:1000)
+
+# podman with runc when it is installed (CAST2MQTT_PODMAN_RUNTIME chooses another): crun refuses
+# these machines' hybrid cgroup hierarchy.
+podman_() {
+    local runtime=${CAST2MQTT_PODMAN_RUNTIME:-$(command -v runc || true)}
+    nice -n 19 podman ${runtime:+--runtime "$runtime"} "$@"
+}
+
+# The base image: CAST2MQTT_BASE_IMAGE, or a slim bookworm made with mmdebstrap and imported into
+# podman (once per rootfs tarball). Prints its name.
+image_base() {
+    if [[ -n ${CAST2MQTT_BASE_IMAGE:-} ]]; then
+        printf '%s\n' "$CAST2MQTT_BASE_IMAGE"
+        return
+    fi
+    local tarball name
+    tarball=$(base_rootfs image-base --slim "${IMAGE_PACKAGES[@]}")
+    name=localhost/cast2mqtt-base:$(basename "$tarball" .tar | sed 's/^image-base-//')
+    if ! podman_ image exists "$name"; then
+        say "podman import $tarball as $name"
+        podman_ import --change 'CMD ["/bin/bash"]' "$tarball" "$name" >/dev/null
+    fi
+    printf '%s\n' "$name"
+}
+
+# The container image localhost/cast2mqtt:<version> (and :latest), built with podman from
+# deploy/container/ and the release binary. Its name goes to dist/IMAGE.
+package_image() {
+    command -v podman >/dev/null || die "podman is needed (apt-get install podman)"
+    package_binary
+    local version base tag ctx
+    version=$(cat "$DIST/VERSION")
+    base=$(image_base)
+    tag=$(printf '%s' "$version" | tr -c 'A-Za-z0-9_.-' '_')
+    ctx=$DIST/image-build
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp -p "$DIST/cast2mqtt" "$ROOT/deploy/container/Containerfile" "$ROOT/deploy/container/entrypoint.sh" \
+        "$ROOT/deploy/container/healthcheck.sh" "$ctx/"
+    say "podman build localhost/cast2mqtt:$tag FROM $base"
+    # --format docker: the OCI format has no HEALTHCHECK.
+    podman_ build --format docker "${PODMAN_LIMITS[@]}" --build-arg BASE="$base" \
+        --build-arg VERSION="$version" -t "localhost/cast2mqtt:$tag" -t localhost/cast2mqtt:latest \
+        -f "$ctx/Containerfile" "$ctx" >&2
+    rm -rf "$ctx"
+    printf 'localhost/cast2mqtt:%s\n' "$tag" > "$DIST/IMAGE"
+    local size
+    size=$(podman_ image inspect --format '{{.Size}}' "localhost/cast2mqtt:$tag")
+    say "localhost/cast2mqtt:$tag: $size bytes ($((size / 1048576)) MiB)"
+}
 package_addon() { die "addon: the Home Assistant add-on image is not built by this script yet"; }
