@@ -178,12 +178,14 @@ base_rootfs() {
     if ((slim)); then
         opts=(--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*'
               --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/info/*'
-              --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*')
+              --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*'
+              # merged /usr made by mmdebstrap itself: the usrmerge package would bring perl (50 MB).
+              --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr)
     fi
     local suite sources key tarball
     suite=$(debian_suite)
     sources=$(debian_sources)
-    key=$({ echo "$suite"; if ((slim)); then echo slim; fi; cat "$sources"; printf '%s\n' "$@"; } | sha256sum | cut -c1-12)
+    key=$({ echo "$suite"; if ((slim)); then echo slim merged-usr-hook; fi; cat "$sources"; printf '%s\n' "$@"; } | sha256sum | cut -c1-12)
     tarball=$CACHE/rootfs/$name-$suite-$key.tar
     mkdir -p "$CACHE/rootfs"
     if [[ -f $tarball ]] &&
