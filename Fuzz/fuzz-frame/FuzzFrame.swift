@@ -6,7 +6,9 @@ import NIOCore
 /// The stream goes through `CastFrameDecoder` twice: whole, and in chunks of that size the way
 /// `ByteToMessageHandler` feeds it (decode after every read). Both must yield the same messages
 /// and the same error. Every decoded message must survive `CastFraming.frame` and decode to
-/// itself, and the frame's body must be SwiftProtobuf's encoding of it. The stream is also parsed as one bare `CastMessage` body.
+/// itself, and the frame's body must be SwiftProtobuf's encoding of it. The stream is also read
+/// as one bare `CastMessage` body, by `CastMessageReader` and by SwiftProtobuf: the same message
+/// or both refusals.
 func fuzzFrame(_ input: UnsafeRawBufferPointer) {
     guard let first = input.first else { return }
     let chunk = Int(first) + 1
@@ -38,7 +40,10 @@ func fuzzFrame(_ input: UnsafeRawBufferPointer) {
                      "the frame writer and SwiftProtobuf encode a message differently")
     }
 
-    _ = try? CastMessage(serializedBytes: stream)
+    // The body reader is hand-written: it must take what SwiftProtobuf takes, as the same message.
+    let ours = try? CastMessage(serializedBytes: stream)
+    let reference = try? CastMessage(swiftProtobufBytes: stream)
+    precondition(ours == reference, "the body reader and SwiftProtobuf read a body differently: \(String(describing: ours)) / \(String(describing: reference))")
 }
 
 private struct Decoded {

@@ -143,8 +143,46 @@ extension CastMessage {
     }
 
     /// Parses protobuf bytes, checking what Chromium checks: required fields present, ids and
-    /// namespace non-empty, and the payload field that matches `payload_type`.
+    /// namespace non-empty, and the payload field that matches `payload_type`. Read in one pass
+    /// by `CastMessageReader`, which takes what SwiftProtobuf takes
+    /// (`init(swiftProtobufBytes:)`, the reference).
     public init<Bytes: Collection<UInt8>>(serializedBytes bytes: Bytes) throws {
+        let read: Result<CastMessageReader.Fields, CastMessageReader.Refused>
+        if let contiguous = bytes.withContiguousStorageIfAvailable({ buffer in
+            Result { () throws(CastMessageReader.Refused) in try CastMessageReader.read(UnsafeRawBufferPointer(buffer)) }
+        }) {
+            read = contiguous
+        } else {
+            read = Array(bytes).withUnsafeBytes { buffer in
+                Result { () throws(CastMessageReader.Refused) in try CastMessageReader.read(buffer) }
+            }
+        }
+        let fields: CastMessageReader.Fields
+        switch read {
+        case .success(let f): fields = f
+        case .failure(let refused): throw CastMessageError.malformed(refused.description)
+        }
+        guard let version = fields.protocolVersion, let source = fields.sourceID, let destination = fields.destinationID,
+              let namespace = fields.namespace, let payloadType = fields.payloadType else {
+            throw CastMessageError.malformed("a required field is missing")
+        }
+        guard !source.isEmpty, !destination.isEmpty, !namespace.isEmpty else {
+            throw CastMessageError.invalid("empty source, destination or namespace")
+        }
+        let payload: CastPayload
+        if payloadType == 0 {
+            guard let text = fields.payloadUTF8 else { throw CastMessageError.invalid("STRING message without payload_utf8") }
+            payload = .string(text)
+        } else {
+            guard let bytes = fields.payloadBinary else { throw CastMessageError.invalid("BINARY message without payload_binary") }
+            payload = .binary(bytes)
+        }
+        self.init(protocolVersion: version, sourceID: source, destinationID: destination, namespace: namespace, payload: payload)
+    }
+
+    /// The reference reading, through SwiftProtobuf's generated type (for tests and the
+    /// `fuzz-frame` target, which compare it with `init(serializedBytes:)` on every input).
+    public init<Bytes: Collection<UInt8>>(swiftProtobufBytes bytes: Bytes) throws {
         let proto: ProtoCastMessage
         do {
             proto = try ProtoCastMessage(serializedBytes: Array(bytes))
