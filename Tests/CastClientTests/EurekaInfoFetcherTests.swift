@@ -25,7 +25,7 @@ struct EurekaInfoFetcherTests {
 
     private func withDevices(_ configurations: [SimulatedDeviceConfiguration],
                              _ body: (CastSimulator, EurekaInfoFetcher) async throws -> Void,
-                             timeout: TimeAmount = .seconds(4)) async throws {
+                             timeout: TimeAmount = .seconds(30)) async throws {
         let simulator = try await CastSimulator.start(configurations, group: MultiThreadedEventLoopGroup.singleton)
         var configuration = EurekaInfoFetcher.Configuration()
         configuration.timeout = timeout
@@ -147,7 +147,7 @@ struct EurekaInfoFetcherTests {
             var configuration = EurekaInfoFetcher.Configuration()
             configuration.httpsPort = device.port
             configuration.httpPort = device.port
-            configuration.timeout = .seconds(4)
+            configuration.timeout = .seconds(30)
             let fetcher = try EurekaInfoFetcher(group: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
             let error = await failure(fetcher, device.host)
             #expect(error?.code == .invalidResponse, "\(String(describing: error))")

@@ -61,7 +61,7 @@ extension TestCastClient {
     /// Sends a media request and waits for the reply with its requestId (any type).
     func mediaRequest(_ transportId: String, requestId: Int, _ json: String) async throws -> JSONValue {
         try await media(transportId, json)
-        guard let reply = await waitFor(timeout: .seconds(5), { m in
+        guard let reply = await waitFor(timeout: .seconds(30), { m in
             m.namespace == CastNamespace.media && m.json?["requestId"]?.intValue == requestId
         })?.json else { throw TestFailure("no reply to media request \(requestId): \(json)") }
         return reply

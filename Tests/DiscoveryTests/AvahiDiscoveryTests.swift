@@ -267,6 +267,6 @@ import TestSupport
         weak let released = dropped
         #expect(released != nil)
         dropped = nil
-        #expect(await waitUntil(timeout: .seconds(5)) { released == nil }, "the dropped discovery was not released")
+        #expect(await waitUntil(timeout: .seconds(30)) { released == nil }, "the dropped discovery was not released")
     }
 }

@@ -203,7 +203,7 @@ struct EndToEndGroupTests {
             }
             #expect(playingAgain != nil, "the group does not play after the move")
             // The group's media after the reconnect reached the members too (or nothing changed).
-            _ = await waitUntil(timeout: .seconds(5)) {
+            _ = await waitUntil(timeout: .seconds(30)) {
                 h.observer.messages.dropFirst(mark).contains { $0.topic == "cast2mqtt/downstairs/availability" && $0.payload == Array("online".utf8) }
             }
             let after = h.observer.messages.dropFirst(mark)

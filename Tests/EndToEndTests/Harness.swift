@@ -81,11 +81,12 @@ final class BridgeHarness: @unchecked Sendable {
     ///     groups) and returns its devices.
     ///   - discovery: the `discovery:` section's lines instead of the static entries of `devices`.
     ///   - supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
+    ///   - requestTimeout: `cast.request_timeout` (seconds).
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
          broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
          prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil,
-         supportedMediaCommands: [String: Int] = [:]) async throws {
+         supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
@@ -128,7 +129,7 @@ final class BridgeHarness: @unchecked Sendable {
         cast:
           heartbeat_interval: 1
           heartbeat_timeout: 3
-          request_timeout: 5
+          request_timeout: \(requestTimeout)
           reconnect: {initial: 0.2, max: 2}
         state_dir: \(directory)/state
         log:
@@ -248,10 +249,10 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 topics: [String: String] = [:], environment: [String: String] = [:],
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
-                supportedMediaCommands: [String: Int] = [:],
+                supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5,
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
                                                   broker: broker, prepare: prepare, discovery: discovery,
-                                                  supportedMediaCommands: supportedMediaCommands),
+                                                  supportedMediaCommands: supportedMediaCommands, requestTimeout: requestTimeout),
                           close: { await $0.close() }, body)
 }

@@ -21,7 +21,9 @@ struct EndToEndOrderAndHealingTests {
             let tv = h.devices[0]
             let availability = h.topic("living_room_tv", "availability")
             let seen = h.observer.messages(on: availability).count
-            try h.client.publish(MQTTMessage(topic: "cast2mqtt/bridge/request/debug_stall", payload: Array("8".utf8),
+            // Stalled long enough for the flood and the reconnect to happen inside the stall on a
+            // busy machine (the reconnect is waited for at most 18 s of it).
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/bridge/request/debug_stall", payload: Array("25".utf8),
                                              qos: .atLeastOnce))
             let stalled = await waitUntil(timeout: .seconds(10)) { h.log.contains("stalling the consumer loop") }
             try #require(stalled, "the test hook did not run; log:\n\(h.log.suffix(2000))")
@@ -34,13 +36,13 @@ struct EndToEndOrderAndHealingTests {
             let accepted = tv.counters.connectionsAccepted
             let statusRequests = tv.received(namespace: CastNamespace.receiver, type: "GET_STATUS").count
             await tv.dropConnections()
-            let answered = await waitUntil(timeout: .seconds(6)) {
+            let answered = await waitUntil(timeout: .seconds(18)) {
                 tv.counters.connectionsAccepted > accepted
                     && tv.received(namespace: CastNamespace.receiver, type: "GET_STATUS").count > statusRequests
             }
             try #require(answered, "the device did not reconnect while the consumer was blocked")
             // Once the consumer runs again: offline (the drop), then online (the new connection).
-            let offline = await waitUntil(timeout: .seconds(30)) {
+            let offline = await waitUntil(timeout: .seconds(60)) {
                 h.observer.messages(on: availability).dropFirst(seen).contains { String(decoding: $0.payload, as: UTF8.self) == "offline" }
             }
             #expect(offline, "the disconnect was never published; log:\n\(h.log.suffix(2000))")

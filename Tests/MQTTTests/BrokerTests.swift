@@ -28,7 +28,7 @@ import Glibc
             #expect(message?.retain == false)
         }
         await client.shutdown(finalMessage: nil)
-        #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
+        #expect(await waitUntil(timeout: .seconds(30)) { recorder.isFinished })
         #expect(client.reconnectCount == 0)
     }
 
@@ -90,7 +90,7 @@ import Glibc
         try client.publish(MQTTMessage(topic: "bye/state", string: "online", qos: .atLeastOnce, retain: true))
         await client.shutdown(
             finalMessage: MQTTMessage(topic: "bye/state", string: "offline", qos: .atLeastOnce, retain: true))
-        #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
+        #expect(await waitUntil(timeout: .seconds(30)) { recorder.isFinished })
         #expect(recorder.disconnectReasons == ["client shut down"])
         #expect(throws: MQTTError.self) { try client.start() }
         #expect { try client.publish(MQTTMessage(topic: "bye/state", string: "late")) } throws: {
@@ -161,7 +161,7 @@ import Glibc
         #expect(try await confirmSubscription(client, recorder, probeTopic: "away/probe"))
 
         broker.stop()  // SIGTERM: mosquitto saves our session (with its subscription) to disk
-        #expect(await waitUntil(timeout: .seconds(5)) { recorder.disconnectReasons.count == 1 })
+        #expect(await waitUntil(timeout: .seconds(30)) { recorder.disconnectReasons.count == 1 })
         try broker.start()
 
         let (publisher, publisherEvents) = try startClient(broker.url) { $0.cleanStart = true }
@@ -278,7 +278,7 @@ import Glibc
                 $0.reconnectInitial = .milliseconds(200)
                 $0.reconnectMax = .seconds(5)
             }
-            #expect(await waitUntil(timeout: .seconds(5)) { !recorder.disconnectReasons.isEmpty })
+            #expect(await waitUntil(timeout: .seconds(30)) { !recorder.disconnectReasons.isEmpty })
             let reason = recorder.disconnectReasons.first?.lowercased() ?? ""
             #expect(
                 reason.contains("not authori") || reason.contains("bad user name or password"),
@@ -423,7 +423,7 @@ import Glibc
             $0.keepalive = 5
         }
         // The attempt gives up after about `keepalive` seconds instead of the kernel's ~2 minutes.
-        #expect(await waitUntil(timeout: .seconds(9)) { client.lastError != nil })
+        #expect(await waitUntil(timeout: .seconds(30)) { client.lastError != nil })
         print("MQTT \(version.rawValue), silent host: \(String(describing: client.lastError))")
         #expect([.system, .connectionLost].contains(client.lastError?.code), "\(String(describing: client.lastError))")
         #expect(client.lastError?.message.contains("Unknown error") == false)
@@ -433,8 +433,9 @@ import Glibc
         let clock = ContinuousClock()
         let start = clock.now
         await client.shutdown(finalMessage: nil)
-        #expect(clock.now - start < .seconds(1), "shutdown took \(clock.now - start)")
-        #expect(await waitUntil(timeout: .seconds(2)) { recorder.isFinished })
+        // (Bounded below the 5 s safety timeout with room for a busy machine.)
+        #expect(clock.now - start < .seconds(4), "shutdown took \(clock.now - start)")
+        #expect(await waitUntil(timeout: .seconds(30)) { recorder.isFinished })
     }
 
     @Test(.timeLimit(.minutes(1)))
