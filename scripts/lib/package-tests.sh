@@ -14,8 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 what=${1:-all}
 
-need=(mmdebstrap debhelper lintian rsync mosquitto)
-[[ $what == deb ]] || need+=(podman runc)
+need=(mmdebstrap debhelper lintian rsync mosquitto podman runc)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -36,7 +35,7 @@ scripts/package binary
 tests=(Tests/packaging/test_binary.py)
 if [[ $what == deb || $what == all ]]; then
     CAST2MQTT_REUSE_BINARY=1 scripts/package deb
-    tests+=(Tests/packaging/test_deb.py)
+    tests+=(Tests/packaging/test_deb.py Tests/packaging/test_systemd.py)
 fi
 if [[ $what == image || $what == all ]]; then
     CAST2MQTT_REUSE_BINARY=1 scripts/package image
