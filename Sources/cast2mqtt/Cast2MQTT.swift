@@ -25,7 +25,23 @@ struct CommonOptions: ParsableArguments {
 
     func load() throws -> BridgeConfiguration {
         do {
-            return try ConfigurationLoader.load(path: config, environment: ProcessInfo.processInfo.environment)
+            var environment = ProcessInfo.processInfo.environment
+            var addonDevices: [BridgeConfiguration.StaticDevice] = []
+            // A Home Assistant add-on: its options over the environment, the broker from the
+            // Supervisor unless mqtt.url names one (docs/configuration.md).
+            if Supervisor.token(environment) != nil {
+                let options = try SupervisorClient.options(environment)
+                let yaml = config.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+                environment = Supervisor.environment(environment, options: options, yaml: yaml,
+                                                     generatedToken: SupervisorClient.randomToken())
+                addonDevices = options.devices
+            }
+            var loaded = try ConfigurationLoader.load(path: config, environment: environment)
+            loaded.discovery.devices += addonDevices
+            if loaded.mqtt.url == Supervisor.brokerFromSupervisor, Supervisor.token(environment) == nil {
+                throw ConfigurationError(path: "mqtt.url", message: "supervisor needs SUPERVISOR_TOKEN (set by Home Assistant for its add-ons)")
+            }
+            return loaded
         } catch {
             // A bad configuration is the operator's to fix, not a crash to restart from: one
             // line naming the key and what it accepts, and exit code 2 (systemd's
@@ -62,9 +78,22 @@ extension Cast2MQTT {
         @OptionGroup var options: CommonOptions
 
         func run() async throws {
-            let config = try options.effective(try options.load())
+            var config = try options.effective(try options.load())
             let tail = LogTail()
             let logger = try options.logger(for: config, tail: config.web.enabled ? tail : nil)
+            let environment = ProcessInfo.processInfo.environment
+            if config.mqtt.url == Supervisor.brokerFromSupervisor, let token = Supervisor.token(environment) {
+                do {
+                    let broker = try await SupervisorClient.broker(environment: environment, token: token, logger: logger)
+                    broker.apply(to: &config)
+                    logger.info("MQTT broker from the Supervisor", metadata: ["mqtt.broker": "\(broker.url)",
+                                                                             "mqtt.username": "\(broker.username ?? "(none)")"])
+                } catch {
+                    logger.critical("no MQTT broker: the Supervisor did not name one (is the MQTT service, e.g. the Mosquitto add-on, installed?)",
+                                    metadata: ["error": "\(error)"])
+                    throw ExitCode(1)
+                }
+            }
             let metrics = BridgeMetrics.bootstrap(version: config.version)
             raiseDescriptorLimit(logger: logger)
             logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.url)",

@@ -36,7 +36,8 @@ final class RuntimeObservers: Sendable {
         server = WebServer(
             configuration: .init(host: address.host, port: address.port, token: token,
                                  metricsPublic: configuration.web.metricsPublic, version: configuration.version,
-                                 configurationText: ConfigurationLoader.printable(configuration)),
+                                 configurationText: ConfigurationLoader.printable(configuration),
+                                 ingressAddress: configuration.web.ingressAddress),
             hub: hub, metrics: metrics, logger: logger, stats: { [latest, inputs, metrics] in
                 Self.stats(latest.withLockedValue { $0 }, inputs: inputs, metrics: metrics)
             })

@@ -104,6 +104,9 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var token: String?
         /// A file whose first line is the token (read at start).
         public var passwordFile: String?
+        /// The Home Assistant ingress proxy's address: its requests need no token (the user
+        /// logged in to Home Assistant). Nil: none (the add-on sets 172.30.32.2).
+        public var ingressAddress: String?
         /// `/metrics` and `/healthz` answer without the token (for scrapers).
         public var metricsPublic = false
         public init() {}

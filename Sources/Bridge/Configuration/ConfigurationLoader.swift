@@ -79,6 +79,8 @@ public enum ConfigurationLoader {
             Key(path: "web.token", kind: .optionalString, secret: true, set: { $0.web.token = s($1) },
                 get: { $0.web.token == nil ? "null" : "\"***\"" }),
             Key(path: "web.password_file", kind: .optionalString, set: { $0.web.passwordFile = s($1) }, get: { show($0.web.passwordFile) }),
+            Key(path: "web.ingress_address", kind: .optionalString, set: { $0.web.ingressAddress = s($1) },
+                get: { show($0.web.ingressAddress) }),
             Key(path: "web.metrics_public", kind: .bool, set: { $0.web.metricsPublic = b($1) }, get: { "\($0.web.metricsPublic)" }),
         ]
     }
@@ -296,7 +298,8 @@ public enum ConfigurationLoader {
         func check(_ ok: Bool, _ path: String, _ message: String) throws {
             if !ok { throw ConfigurationError(path: path, message: message) }
         }
-        try check(c.mqtt.url.hasPrefix("mqtt://") || c.mqtt.url.hasPrefix("mqtts://"), "mqtt.url", "must start with mqtt:// or mqtts://")
+        try check(c.mqtt.url.hasPrefix("mqtt://") || c.mqtt.url.hasPrefix("mqtts://") || c.mqtt.url == Supervisor.brokerFromSupervisor,
+                  "mqtt.url", "must start with mqtt:// or mqtts:// (or be supervisor, in the Home Assistant add-on)")
         // The MQTT layer refuses user info in the URL; saying so here makes `check-config` fail too.
         try check(!c.mqtt.url.dropFirst(c.mqtt.url.hasPrefix("mqtts://") ? 8 : 7).contains("@"), "mqtt.url",
                   "must not carry credentials (set mqtt.username and mqtt.password)")
@@ -353,6 +356,10 @@ public enum ConfigurationLoader {
         if let token = w.token {
             try check(!token.trimmingCharacters(in: .whitespaces).isEmpty, "web.token", "must not be empty (or null for none)")
             try check(w.passwordFile == nil, "web.password_file", "set web.token or web.password_file, not both")
+        }
+        if let ingress = w.ingressAddress {
+            try check(WebListenAddress("\(ingress.contains(":") ? "[\(ingress)]" : ingress):0").map { $0.host != "localhost" } ?? false,
+                      "web.ingress_address", "must be an IP address (the Home Assistant ingress proxy's, 172.30.32.2)")
         }
         try check(w.passwordFile.map { !$0.isEmpty } ?? true, "web.password_file", "must not be empty (or null for none)")
         try check(address.isLoopback || w.token != nil || w.passwordFile != nil, "web.listen",
