@@ -14,10 +14,14 @@ public struct WebAuth: Sendable {
     public let cookieName: String
     /// `/metrics` and `/healthz` without the token.
     public let metricsPublic: Bool
+    /// Requests from this address (Home Assistant's ingress proxy, which has already logged its
+    /// user in) need neither the token nor a loopback host nor a same-origin `Origin`.
+    public let ingressAddress: String?
     private let sessionValue: String?
 
-    public init(token: String?, port: Int, metricsPublic: Bool) {
+    public init(token: String?, port: Int, metricsPublic: Bool, ingressAddress: String? = nil) {
         self.token = token
+        self.ingressAddress = ingressAddress.map { $0.lowercased() }
         self.cookieName = "cast2mqtt_session_\(port)"
         self.metricsPublic = metricsPublic
         self.sessionValue = token.map(Self.sessionValue(for:))
@@ -38,7 +42,10 @@ public struct WebAuth: Sendable {
         public var origin: String?
         public var cookie: [String]
         public var authorization: String?
-        public init(host: String?, origin: String?, cookie: [String], authorization: String?) {
+        /// The peer's IP address (nil: unknown).
+        public var remote: String?
+        public init(host: String?, origin: String?, cookie: [String], authorization: String?, remote: String? = nil) {
+            self.remote = remote
             self.host = host
             self.origin = origin
             self.cookie = cookie
@@ -56,6 +63,7 @@ public struct WebAuth: Sendable {
 
     /// May this request read the page's data (and, with `stateChanging`, act)?
     public func check(_ headers: Headers, stateChanging: Bool) -> Decision {
+        if fromIngress(headers) { return .allowed }
         if token == nil, !Self.isLoopbackHost(headers.host) {
             return .forbidden("the page answers only to a loopback host name (localhost, 127.0.0.1, [::1]) without web.token")
         }
@@ -68,9 +76,18 @@ public struct WebAuth: Sendable {
     /// True when no token is needed or the request carries the session cookie or the bearer token.
     public func authenticated(_ headers: Headers) -> Bool {
         guard let token, let sessionValue else { return true }
+        if fromIngress(headers) { return true }
         if let value = Self.cookie(cookieName, in: headers.cookie), Self.constantTimeEqual(value, sessionValue) { return true }
         if let bearer = bearerToken(headers) { return Self.constantTimeEqual(bearer, token) }
         return false
+    }
+
+    /// Does the request come from the ingress proxy's address? (An IPv4-mapped IPv6 peer counts
+    /// as its IPv4 address.)
+    public func fromIngress(_ headers: Headers) -> Bool {
+        guard let ingressAddress, var remote = headers.remote?.lowercased() else { return false }
+        if remote.hasPrefix("::ffff:"), remote.contains(".") { remote.removeFirst("::ffff:".count) }
+        return remote == ingressAddress
     }
 
     /// The token of `Authorization: Bearer <token>`, if any.

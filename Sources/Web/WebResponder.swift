@@ -21,7 +21,7 @@ struct WebResponder: HTTPResponder {
     let server: WebServer
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        let headers = WebServer.authHeaders(request.head)
+        let headers = WebServer.authHeaders(request.head, remote: context.remote)
         let auth = server.auth
         let path = request.uri.path
         switch (request.method, path) {
@@ -64,7 +64,12 @@ struct WebResponder: HTTPResponder {
             }
         case (.get, _), (.head, _):
             if case .forbidden(let why) = auth.check(headers, stateChanging: false) { return Self.error(.forbidden, why) }
-            guard let file = WebAssets.file(path) else { return Self.error(.notFound, "no such page") }
+            guard var file = WebAssets.file(path) else { return Self.error(.notFound, "no such page") }
+            // Under Home Assistant's ingress the page's base is the proxy's path (every URL in
+            // the page is relative to it).
+            if file.isPage, let base = WebAssets.ingressBase(request.headers[WebAssets.ingressPathHeader]) {
+                file = WebAssets.page(base: base)
+            }
             if let match = request.headers[.ifNoneMatch], match == file.etag {
                 var response = Self.response(.notModified, nil, [])
                 response.headers[.eTag] = file.etag
@@ -125,7 +130,7 @@ struct WebResponder: HTTPResponder {
         var headers = HTTPFields()
         if let contentType { headers[.contentType] = contentType }
         headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' http: https: data:; style-src 'self'; "
-            + "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+            + "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"

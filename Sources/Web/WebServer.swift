@@ -16,8 +16,12 @@ public final class WebServer: Sendable {
         public var version: String
         /// The effective configuration, secrets masked, for the bridge page.
         public var configurationText: String
+        /// Home Assistant's ingress proxy: no token asked of it (`web.ingress_address`).
+        public var ingressAddress: String?
 
-        public init(host: String, port: Int, token: String?, metricsPublic: Bool, version: String, configurationText: String) {
+        public init(host: String, port: Int, token: String?, metricsPublic: Bool, version: String, configurationText: String,
+                    ingressAddress: String? = nil) {
+            self.ingressAddress = ingressAddress
             self.host = host
             self.port = port
             self.token = token
@@ -46,7 +50,8 @@ public final class WebServer: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.stats = stats
-        self.auth = WebAuth(token: configuration.token, port: configuration.port, metricsPublic: configuration.metricsPublic)
+        self.auth = WebAuth(token: configuration.token, port: configuration.port, metricsPublic: configuration.metricsPublic,
+                            ingressAddress: configuration.ingressAddress)
     }
 
     /// Serves until the calling task is cancelled or the process shuts down gracefully. An address
@@ -87,17 +92,17 @@ public final class WebServer: Sendable {
     func shouldUpgrade(_ request: HTTPRequest, channel: any Channel) throws
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         guard request.path.map({ $0.split(separator: "?", maxSplits: 1).first == "/ws" }) ?? false,
-              auth.check(Self.authHeaders(request), stateChanging: true) == .allowed,
+              auth.check(Self.authHeaders(request, remote: channel.remoteAddress?.ipAddress), stateChanging: true) == .allowed,
               hub.clientCount < maxPages else { return .dontUpgrade }
         return .upgrade([:]) { [self] inbound, outbound, _ in
             await WebSocketSession(server: self).run(inbound: inbound, outbound: outbound)
         }
     }
 
-    static func authHeaders(_ request: HTTPRequest) -> WebAuth.Headers {
+    static func authHeaders(_ request: HTTPRequest, remote: String?) -> WebAuth.Headers {
         let fields = request.headerFields
         return WebAuth.Headers(host: request.authority, origin: fields[.origin],
-                               cookie: fields[values: .cookie], authorization: fields[.authorization])
+                               cookie: fields[values: .cookie], authorization: fields[.authorization], remote: remote)
     }
 
     /// `{"base_topic","version","auth_required","configuration"}` for the page.

@@ -10,9 +10,16 @@ import { el } from "./util.js";
 const main = document.getElementById("main");
 let page = null;
 
+/** The page's path below its base (`/`, or Home Assistant's ingress path), with a leading `/`. */
+const basePath = new URL(document.baseURI).pathname;
+function pagePath() {
+  const path = location.pathname.startsWith(basePath) ? location.pathname.slice(basePath.length - 1) : location.pathname;
+  return decodeURIComponent(path);
+}
+
 function route() {
   page?.destroy();
-  const path = decodeURIComponent(location.pathname);
+  const path = pagePath();
   let nav = "devices";
   if (path.startsWith("/device/")) {
     page = new DevicePage(path.slice("/device/".length));
@@ -31,6 +38,7 @@ function route() {
 }
 
 function navigate(href) {
+  href = new URL(href, document.baseURI).pathname;
   if (href === location.pathname) return;
   history.pushState(null, "", href);
   route();

@@ -107,7 +107,8 @@ function setLive(live) {
 export function connect() {
   if (socket) return;
   attempt += 1;
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  const url = new URL("ws", document.baseURI);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   const ws = new WebSocket(url);
   socket = ws;
   ws.addEventListener("open", () => { attempt = 0; setLive(true); });
@@ -124,7 +125,7 @@ export function connect() {
     setLive(false);
     // Refused twice: maybe the session is gone (a new token); the page then asks for it again.
     if (attempt >= 2) {
-      fetch("/api/session", { cache: "no-store" }).then((r) => (r.ok ? r.json() : null))
+      fetch("api/session", { cache: "no-store" }).then((r) => (r.ok ? r.json() : null))
         .then((s) => { if (s?.auth_required && !s.authenticated) location.reload(); }).catch(() => {});
     }
     setTimeout(connect, Math.min(10000, 500 * 2 ** Math.min(attempt, 5)));

@@ -30,7 +30,7 @@ export class DevicePage {
     this.events = el("ul", { class: "log-list", dataset: { role: "events" } });
     this.responses = el("ul", { class: "log-list", dataset: { role: "responses" } });
     this.root = el("section", { dataset: { device: topic } },
-      el("h1", {}, el("a", { href: "/", "data-link": true, class: "icon-button", title: "All devices", "aria-label": "All devices" }, icon("back")),
+      el("h1", {}, el("a", { href: "./", "data-link": true, class: "icon-button", title: "All devices", "aria-label": "All devices" }, icon("back")),
         this.name, this.pill),
       el("div", { class: "page-grid" },
         el("div", {},

@@ -64,7 +64,7 @@ class Card {
     this.topic = topic;
     this.visible = false;
     this.dirty = true;
-    this.link = el("a", { class: "name", href: `/device/${encodeURIComponent(topic)}`, "data-link": true, dataset: { role: "name" } });
+    this.link = el("a", { class: "name", href: `device/${encodeURIComponent(topic)}`, "data-link": true, dataset: { role: "name" } });
     this.typeIcon = el("span", { class: "type" });
     this.pill = el("span", { class: "pill", dataset: { role: "status" } });
     this.art = el("div", { class: "art" });

@@ -4,7 +4,7 @@ import { el } from "./util.js";
 
 /** Asks the bridge whether we may in: {auth_required, authenticated}. */
 export async function session() {
-  const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
+  const response = await fetch("api/session", { credentials: "same-origin", cache: "no-store" });
   if (!response.ok) throw new Error(`the bridge answered ${response.status}`);
   return response.json();
 }
@@ -21,7 +21,7 @@ export function login(main) {
       button.disabled = true;
       error.textContent = "";
       try {
-        const response = await fetch("/api/login", { method: "POST", credentials: "same-origin",
+        const response = await fetch("api/login", { method: "POST", credentials: "same-origin",
           headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token: token.value }) });
         if (response.ok) { resolve(); return; }
         const body = await response.json().catch(() => ({}));
