@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The install tests of what scripts/package builds (Tests/packaging):
 #
-#   scripts/lib/package-tests.sh [deb|image|all]     (default: all)
+#   scripts/lib/package-tests.sh [deb|image|addon|all]     (default: all)
 #
 # Installs what is missing (Debian packages, the Python packages in
 # Tests/packaging/requirements.txt), builds the release binary (incrementally, in
-# .build-release; CAST2MQTT_REUSE_BINARY=1 takes dist/cast2mqtt as it is), the .deb and the
-# image, then runs pytest on Tests/packaging. Needs root and the debug cast-sim
+# .build-release; CAST2MQTT_REUSE_BINARY=1 takes dist/cast2mqtt as it is), the .deb, the
+# image and the Home Assistant add-on's image, then runs pytest on Tests/packaging (the add-on's
+# web test drives Debian's chromium with Playwright, as Tests/web does). Needs root and the debug cast-sim
 # (.build/debug/cast-sim, or CAST_SIM). The base root filesystems are made once with mmdebstrap
 # and cached in ${CAST2MQTT_CACHE:-~/.cache/cast2mqtt}/rootfs.
 set -euo pipefail
@@ -24,8 +25,17 @@ if ((${#missing[@]})); then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-python3 -c 'import paho.mqtt, requests, pytest' 2>/dev/null ||
+python3 -c 'import paho.mqtt, requests, pytest, yaml' 2>/dev/null ||
     python3 -m pip install --quiet --disable-pip-version-check -r Tests/packaging/requirements.txt
+if [[ $what == addon || $what == all ]]; then
+    command -v chromium >/dev/null || {
+        echo "==> apt-get install chromium" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    }
+    python3 -c 'import playwright' 2>/dev/null ||
+        python3 -m pip install --quiet --disable-pip-version-check "$(grep -E '^playwright' Tests/web/requirements.txt)"
+fi
 
 export CAST_SIM=${CAST_SIM:-$root/.build/debug/cast-sim}
 [[ -x $CAST_SIM ]] || { echo "package-tests: no cast-sim at $CAST_SIM (swift build --product cast-sim)" >&2; exit 1; }
@@ -40,6 +50,10 @@ fi
 if [[ $what == image || $what == all ]]; then
     CAST2MQTT_REUSE_BINARY=1 scripts/package image
     tests+=(Tests/packaging/test_image.py)
+fi
+if [[ $what == addon || $what == all ]]; then
+    CAST2MQTT_REUSE_BINARY=1 scripts/package addon
+    tests+=(Tests/packaging/test_addon.py)
 fi
 echo "==> packages built in $((SECONDS - start)) s; testing" >&2
 python3 -m pytest -q -p no:cacheprovider "${tests[@]}"

@@ -258,4 +258,31 @@ package_image() {
     size=$(podman_ image inspect --format '{{.Size}}' "localhost/cast2mqtt:$tag")
     say "localhost/cast2mqtt:$tag: $size bytes ($((size / 1048576)) MiB)"
 }
-package_addon() { die "addon: the Home Assistant add-on image is not built by this script yet"; }
+# The Home Assistant add-on's image localhost/cast2mqtt-addon:<version> (and :latest), built with
+# podman from deploy/home-assistant-addon/cast2mqtt/ with BUILD_FROM the same local base as the
+# container image (a release builds it on Home Assistant's Debian base, build.yaml). The context
+# is the add-on folder, the release binary and deploy/container's entrypoint and health check.
+# Its name goes to dist/ADDON_IMAGE. Only amd64 is built here.
+package_addon() {
+    command -v podman >/dev/null || die "podman is needed (apt-get install podman)"
+    package_binary
+    local version base tag ctx addon=$ROOT/deploy/home-assistant-addon/cast2mqtt
+    version=$(cat "$DIST/VERSION")
+    base=${CAST2MQTT_ADDON_BASE_IMAGE:-$(image_base)}
+    tag=$(printf '%s' "$version" | tr -c 'A-Za-z0-9_.-' '_')
+    ctx=$DIST/addon-build
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp -p "$addon"/* "$ctx/" 2>/dev/null || true
+    cp -p "$DIST/cast2mqtt" "$ROOT/deploy/container/entrypoint.sh" "$ROOT/deploy/container/healthcheck.sh" "$ctx/"
+    say "podman build localhost/cast2mqtt-addon:$tag FROM $base"
+    podman_ build --format docker "${PODMAN_LIMITS[@]}" --build-arg BUILD_FROM="$base" \
+        --build-arg BUILD_VERSION="$version" --build-arg BUILD_ARCH=amd64 \
+        -t "localhost/cast2mqtt-addon:$tag" -t localhost/cast2mqtt-addon:latest \
+        -f "$ctx/Dockerfile" "$ctx" >&2
+    rm -rf "$ctx"
+    printf 'localhost/cast2mqtt-addon:%s\n' "$tag" > "$DIST/ADDON_IMAGE"
+    local size
+    size=$(podman_ image inspect --format '{{.Size}}' "localhost/cast2mqtt-addon:$tag")
+    say "localhost/cast2mqtt-addon:$tag: $size bytes ($((size / 1048576)) MiB)"
+}
