@@ -145,7 +145,7 @@ public struct EurekaInfoFetcher: Sendable {
         let context = self.tls
         let where_ = "\(tls ? "https" : "http")://\(host):\(port)"
         let connected = ClientBootstrap(group: loop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(remaining)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

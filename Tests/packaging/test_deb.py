@@ -165,9 +165,6 @@ def test_installed_binary_publishes_devices_online(chroot, workdir):
         broker.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="EurekaInfoFetcher sets TCP_NODELAY as a SOL_SOCKET option "
-                   "(ChannelOptions.socketOption(.tcp_nodelay) is SO_DEBUG), which needs CAP_NET_ADMIN: "
-                   "as any user but root every eureka_info fetch fails with EACCES")
 def test_installed_binary_reads_eureka_info_as_a_user(chroot, workdir):
     """A device given by its address alone gets its name from eureka_info, also when the bridge
     runs unprivileged (as the packaged service and the image run it)."""
