@@ -73,8 +73,10 @@ final class BridgeRuntime: Service, Sendable {
         let qos = Adapt.qos(configuration.mqtt.qos)
         for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
         let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: .component("discovery"))
+        let environment = ProcessInfo.processInfo.environment
+        let offCoreLoop = environment["CAST2MQTT_TEST_HOOKS"] == "1" && environment["CAST2MQTT_TEST_OFF_CORE_LOOP"] == "1"
         let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: .component("cast"),
-                              inputs: inputs)
+                              inputs: inputs, offCoreLoop: offCoreLoop)
         let fetcher: EurekaInfoFetcher?
         do {
             fetcher = try EurekaInfoFetcher(group: group, logger: .component("discovery"))

@@ -27,10 +27,17 @@ struct Fleet {
     private let tls: NIOSSLContext
     private var clients: [DeviceID: CastDeviceClient] = [:]
 
+    /// Tests only (`CAST2MQTT_TEST_HOOKS=1` with `CAST2MQTT_TEST_OFF_CORE_LOOP=1`): every device on
+    /// a loop other than the core's, so that a test that blocks the core loop still sees devices
+    /// connect and reconnect meanwhile.
+    private let offCoreLoop: (any EventLoop)?
+
     init(group: any EventLoopGroup, coreLoop: any EventLoop, cast: CastConnectionConfiguration, logger: Logger,
-         inputs: InputQueue) throws {
+         inputs: InputQueue, offCoreLoop: Bool = false) throws {
         self.group = group
         self.coreLoop = coreLoop
+        self.offCoreLoop = offCoreLoop
+            ? group.makeIterator().first { ObjectIdentifier($0) != ObjectIdentifier(coreLoop) } : nil
         self.cast = cast
         self.logger = logger
         self.inputs = inputs
@@ -100,6 +107,7 @@ struct Fleet {
     /// The loop for the next device.
     private mutating func nextLoop() -> any EventLoop {
         placed += 1
+        if let offCoreLoop { return offCoreLoop }
         return placed <= Self.onCoreLoop ? coreLoop : group.next()
     }
 
