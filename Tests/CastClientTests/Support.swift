@@ -59,7 +59,7 @@ actor EventLog {
 
     /// Waits until at least `count` transitions match, up to `timeout`.
     @discardableResult
-    func wait(for count: Int = 1, timeout: Duration = .seconds(10),
+    func wait(for count: Int = 1, timeout: Duration = .seconds(30),
               _ predicate: @escaping @Sendable (ClientTransition) -> Bool) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
@@ -157,8 +157,10 @@ func withHarness(configuration: CastConnectionConfiguration = .fast, deviceName:
 extension CastConnectionConfiguration {
     /// Short timers so recovery tests run in seconds.
     static var fast: CastConnectionConfiguration {
-        CastConnectionConfiguration(heartbeatInterval: .milliseconds(200), heartbeatTimeout: .seconds(1),
-                                    requestTimeout: .seconds(3),
+        // Short enough that a silent device is found in seconds, long enough that a busy machine
+        // (the device runs in the test process) does not look like one.
+        CastConnectionConfiguration(heartbeatInterval: .milliseconds(500), heartbeatTimeout: .seconds(5),
+                                    requestTimeout: .seconds(10),
                                     backoff: ReconnectBackoff(initial: .milliseconds(100), maximum: .seconds(1)))
     }
 }

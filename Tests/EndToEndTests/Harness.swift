@@ -82,11 +82,12 @@ final class BridgeHarness: @unchecked Sendable {
     ///   - discovery: the `discovery:` section's lines instead of the static entries of `devices`.
     ///   - supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
     ///   - requestTimeout: `cast.request_timeout` (seconds).
+    ///   - heartbeatTimeout: `cast.heartbeat_timeout` (seconds).
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
          broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
          prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil,
-         supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5) async throws {
+         supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
@@ -128,7 +129,7 @@ final class BridgeHarness: @unchecked Sendable {
         \(discovery)
         cast:
           heartbeat_interval: 1
-          heartbeat_timeout: 3
+          heartbeat_timeout: \(heartbeatTimeout)
           request_timeout: \(requestTimeout)
           reconnect: {initial: 0.2, max: 2}
         state_dir: \(directory)/state
@@ -249,10 +250,11 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 topics: [String: String] = [:], environment: [String: String] = [:],
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
-                supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5,
+                supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3,
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
                                                   broker: broker, prepare: prepare, discovery: discovery,
-                                                  supportedMediaCommands: supportedMediaCommands, requestTimeout: requestTimeout),
+                                                  supportedMediaCommands: supportedMediaCommands, requestTimeout: requestTimeout,
+                                                  heartbeatTimeout: heartbeatTimeout),
                           close: { await $0.close() }, body)
 }

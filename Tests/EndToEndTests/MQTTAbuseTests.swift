@@ -173,10 +173,11 @@ struct MQTTAbuseTests {
     /// (`ok`, or `busy` past the device's queue of 64), and the bridge stays responsive. (Its
     /// memory and latency under a burst are `scripts/bench e2e`'s numbers, not a test.)
     @Test func burstOf5000Commands() async throws {
-        // The device's replies may take long on a busy machine (the simulator runs in the test
-        // process): a generous request timeout keeps `timeout` out of a test of exactly one answer.
+        // The device's replies and pings may come late on a busy machine (the simulator runs in
+        // the test process): a generous request timeout and heartbeat timeout keep `timeout` and
+        // `device_offline` out of a test of exactly one answer each.
         try await withBridge(environment: noBacktrace, broker: MosquittoBroker.Options(maxQueuedMessages: 100_000),
-                             requestTimeout: 60) { h in
+                             requestTimeout: 60, heartbeatTimeout: 60) { h in
             try await h.waitOnline([tv, kitchen])
             for i in 0..<5 { _ = try await h.command(tv, "volume", "\(30 + i)") }  // warm up
             let responses = h.topic(tv, "response")

@@ -69,7 +69,7 @@ func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0
     let bound = NIOLockedValueBox<Int?>(nil)
     try await withThrowingTaskGroup(of: Void.self) { tasks in
         tasks.addTask { await server.run(group: group) { port in bound.withLockedValue { $0 = port } } }
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while bound.withLockedValue({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let port = try #require(bound.withLockedValue { $0 }, "the server did not start")
         try await body(port, server, group)
