@@ -117,7 +117,12 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
             #expect(page.headers["content-type"]?.hasPrefix("text/html") == true)
             #expect(page.headers["content-security-policy"]?.contains("script-src 'self'") == true)
             #expect(page.headers["x-frame-options"] == "DENY")
-            #expect(page.body.contains(#"<script type="module" src="/app.js">"#))
+            // Every URL relative to the base, which follows Home Assistant's X-Ingress-Path.
+            #expect(page.body.contains(#"<script type="module" src="app.js">"#))
+            #expect(page.body.contains(#"<base href="/">"#))
+            let ingress = try await http(port, "GET", "/device/kitchen", headers: ["X-Ingress-Path": "/api/hassio_ingress/tok"])
+            #expect(ingress.body.contains(#"<base href="/api/hassio_ingress/tok/">"#))
+            #expect(try await http(port, "GET", "/", headers: ["X-Ingress-Path": "//evil.example"]).body == page.body)
             let script = try await http(port, "GET", "/app.js")
             #expect(script.status == 200 && script.headers["content-type"]?.hasPrefix("text/javascript") == true)
             let etag = try #require(script.headers["etag"])

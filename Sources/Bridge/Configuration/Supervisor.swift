@@ -146,6 +146,8 @@ enum SupervisorJSON {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as SupervisorError {
             throw error
+        } catch let DecodingError.typeMismatch(_, context) where context.codingPath.isEmpty {
+            throw .notJSON(what: what)
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
             throw .invalid(field: path(context.codingPath), reason: "wrong type")
         } catch let DecodingError.keyNotFound(key, context) {
