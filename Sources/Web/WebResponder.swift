@@ -22,6 +22,14 @@ struct WebResponder: HTTPResponder {
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let headers = WebServer.authHeaders(request.head, remote: context.remote)
+        var response = try await answer(request, headers, context)
+        // Home Assistant shows an add-on's ingress page in a frame of its own origin (the proxy's):
+        // what comes through the proxy may be framed by that origin, and only by it.
+        if server.auth.fromIngress(headers) { Self.allowSameOriginFrames(&response.headers) }
+        return response
+    }
+
+    private func answer(_ request: Request, _ headers: WebAuth.Headers, _ context: Context) async throws -> Response {
         let auth = server.auth
         let path = request.uri.path
         switch (request.method, path) {
@@ -135,6 +143,14 @@ struct WebResponder: HTTPResponder {
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return headers
+    }
+
+    /// `frame-ancestors 'self'` and `X-Frame-Options: SAMEORIGIN` instead of forbidding frames.
+    static func allowSameOriginFrames(_ headers: inout HTTPFields) {
+        if let policy = headers[.contentSecurityPolicy] {
+            headers[.contentSecurityPolicy] = policy.replacingOccurrences(of: "frame-ancestors 'none'", with: "frame-ancestors 'self'")
+        }
+        if headers[HTTPField.Name("X-Frame-Options")!] != nil { headers[HTTPField.Name("X-Frame-Options")!] = "SAMEORIGIN" }
     }
 
     static func response(_ status: HTTPResponse.Status, _ contentType: String?, _ body: [UInt8]) -> Response {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 @testable import Web
 
@@ -36,6 +37,17 @@ import Testing
         for bad: String? in [nil, "", "/", "api/x", "/a/../b", "/a\"><script>", "/a b", "/ä", "//evil.example", String(repeating: "/a", count: 300)] {
             #expect(WebAssets.ingressBase(bad) == nil, "\(bad ?? "nil")")
         }
+    }
+
+    /// Home Assistant frames the ingress page in its own origin: the proxy's answers may be
+    /// framed by that origin (the others keep forbidding every frame).
+    @Test func throughTheProxyTheSameOriginMayFrameThePage() {
+        var headers = WebResponder.securityHeaders("text/html")
+        #expect(headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
+        WebResponder.allowSameOriginFrames(&headers)
+        #expect(headers[.contentSecurityPolicy]?.contains("frame-ancestors 'self'") == true)
+        #expect(headers[.contentSecurityPolicy]?.contains("'none'") == false)
+        #expect(headers[HTTPField.Name("X-Frame-Options")!] == "SAMEORIGIN")
     }
 
     @Test func thePageGetsTheIngressBase() {

@@ -431,6 +431,13 @@ class IngressProxy:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
             lines = head.decode("latin-1").split("\r\n")
             method, target, version = lines[0].split(" ", 2)
+            if target == "/frame":
+                # Home Assistant's panel: the add-on's page in a frame of the proxy's origin.
+                body = f'<!doctype html><title>panel</title><iframe src="{INGRESS_PATH}/" width="900" height="700"></iframe>'.encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+                             + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+                return
             if not (target == INGRESS_PATH or target.startswith(INGRESS_PATH + "/")):
                 writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 return
@@ -538,6 +545,16 @@ def test_the_page_works_under_the_ingress_path(addon_image, workdir):
                 page.wait_for_selector('#connection[data-state="live"]', timeout=30_000)
                 page.screenshot(path=str(workdir / "ingress.png"))
                 assert errors == [], errors
+                # In Home Assistant's panel (a frame of the proxy's origin) the page is shown: through
+                # the proxy it may be framed by that origin; straight from the bridge by nobody.
+                panel = browser.new_page()
+                panel.goto(f"http://127.0.0.1:{proxy.port}/frame")
+                panel.frame_locator("iframe").locator('#connection[data-state="live"]').wait_for(timeout=30_000)
+                with urllib.request.urlopen(proxy.url, timeout=5) as answer:
+                    assert answer.headers["X-Frame-Options"] == "SAMEORIGIN"
+                    assert "frame-ancestors 'self'" in answer.headers["Content-Security-Policy"]
+                with urllib.request.urlopen(direct + "/api/session", timeout=5) as answer:
+                    assert answer.headers["X-Frame-Options"] == "DENY"
             finally:
                 browser.close()
     finally:
