@@ -73,6 +73,7 @@ enum SupervisorClient {
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(timeout)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
