@@ -76,7 +76,7 @@ package_binary() {
     say "release build of cast2mqtt $version (static Swift runtime) in $SCRATCH"
     stage_tree "$version"
     local start=$SECONDS
-    nice -n 19 swift build -c release --package-path "$STAGE" --scratch-path "$SCRATCH" \
+    nice -n "${CAST2MQTT_PACKAGE_NICE:-19}" swift build -c release --package-path "$STAGE" --scratch-path "$SCRATCH" \
         --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product cast2mqtt
     say "built in $((SECONDS - start)) s"
     mkdir -p "$DIST"
@@ -123,7 +123,7 @@ package_deb() {
     date=$(git -C "$ROOT" log -1 --format=%aD 2>/dev/null || date -R)
     printf 'cast2mqtt (%s) unstable; urgency=medium\n\n  * Built from cast2mqtt %s.\n\n -- %s  %s\n' \
         "$debver" "$version" "cast2mqtt maintainers <cast2mqtt@example.org>" "$date" > "$build/debian/changelog"
-    if ! (cd "$build" && nice -n 19 dpkg-buildpackage -b -us -uc --no-check-builddeps \
+    if ! (cd "$build" && nice -n "${CAST2MQTT_PACKAGE_NICE:-19}" dpkg-buildpackage -b -us -uc --no-check-builddeps \
             >"$DIST/deb-build/build.log" 2>&1); then
         tail -40 "$DIST/deb-build/build.log" >&2
         die "dpkg-buildpackage failed (dist/deb-build/build.log)"
@@ -198,7 +198,7 @@ base_rootfs() {
     includes=$(IFS=,; printf '%s' "$*")
     # Apt's lists are kept (a test installs the package's dependencies from them); the
     # downloaded .debs are not.
-    nice -n 19 mmdebstrap --variant=minbase --mode=root --format=tar "${opts[@]}" \
+    nice -n "${CAST2MQTT_PACKAGE_NICE:-19}" mmdebstrap --variant=minbase --mode=root --format=tar "${opts[@]}" \
         ${includes:+--include="$includes"} "$suite" "$tarball.tmp" "$sources" >&2 ||
         { rm -f "$tarball.tmp"; die "mmdebstrap failed"; }
     mv "$tarball.tmp" "$tarball"
@@ -213,7 +213,7 @@ PODMAN_LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1000:1000)
 # these machines' hybrid cgroup hierarchy.
 podman_() {
     local runtime=${CAST2MQTT_PODMAN_RUNTIME:-$(command -v runc || true)}
-    nice -n 19 podman ${runtime:+--runtime "$runtime"} "$@"
+    nice -n "${CAST2MQTT_PACKAGE_NICE:-19}" podman ${runtime:+--runtime "$runtime"} "$@"
 }
 
 # The base image: CAST2MQTT_BASE_IMAGE, or a slim bookworm made with mmdebstrap and imported into
