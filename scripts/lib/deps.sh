@@ -37,13 +37,16 @@ ensure_python_packages() {
 
 # The web page's browser tests (Tests/web): Debian's chromium, which Playwright drives (it never
 # downloads a browser of its own), and the Python packages of Tests/web/requirements.txt.
-ensure_browser() {
-  dpkg -s chromium >/dev/null 2>&1 && return 0
-  echo "==> installing Debian packages: chromium"
+ensure_browser() { ensure_debian_package chromium; }
+
+# One Debian package that only some runs need (chromium, stress-ng), installed when missing.
+ensure_debian_package() {
+  dpkg -s "$1" >/dev/null 2>&1 && return 0
+  echo "==> installing Debian packages: $1"
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$1" >/dev/null
 }
 
 ensure_web_test_packages() {
