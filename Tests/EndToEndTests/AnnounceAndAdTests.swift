@@ -57,4 +57,37 @@ struct EndToEndAnnounceAndAdTests {
             #expect(await h.observer.wait("cast2mqtt/living_room_tv/state") { $0 == "playing" } != nil)
         }
     }
+    /// Issue #26: `announce` A, then B while A plays: B is answered once (`queued`) — not again
+    /// when it plays — and the song comes back after the last clip.
+    @Test func aQueuedAnnouncementIsAnsweredOnce() async throws {
+        try await withBridge(devices: ["Living Room TV"]) { h in
+            try await h.waitOnline(["living_room_tv"])
+            let device = h.devices[0]
+            _ = try await h.command("living_room_tv", "load", "http://127.0.0.1/media/song.mp3")
+            let a = try await h.jsonCommand("living_room_tv", "announce", ["url": .string("http://127.0.0.1/media/a.mp3")])
+            #expect(a.status == "ok", "\(a)")
+            let b = try await h.jsonCommand("living_room_tv", "announce", ["url": .string("http://127.0.0.1/media/b.mp3")])
+            #expect(b["data"]?["queued"]?.intValue == 1, "\(b)")
+            let bID = try #require(b["id"])
+            // A ends: B plays; B ends: the song is restored (so B's LOAD was confirmed before).
+            _ = await device.finishMedia()
+            let playingB = await h.observer.waitJSON("cast2mqtt/living_room_tv/media", timeout: .seconds(30)) {
+                $0["content_id"]?.stringValue == "http://127.0.0.1/media/b.mp3" && $0["state"]?.stringValue == "playing"
+            }
+            try #require(playingB != nil, "B did not play; log:\n\(h.log.suffix(3000))")
+            _ = await device.finishMedia()
+            #expect(await waitUntil(timeout: .seconds(30)) {
+                device.received(namespace: CastNamespace.media, type: "LOAD").last?.json?["media"]?["contentId"]?.stringValue
+                    == "http://127.0.0.1/media/song.mp3"
+            }, "the song was not restored; log:\n\(h.log.suffix(3000))")
+            // Published after any answer to B on the bridge's one MQTT connection, so in order.
+            let back = await h.observer.waitJSON("cast2mqtt/living_room_tv/media", timeout: .seconds(30)) {
+                $0["content_id"]?.stringValue == "http://127.0.0.1/media/song.mp3"
+            }
+            #expect(back != nil, "the song's media was not published")
+            let answersToB = h.observer.messages(on: "cast2mqtt/living_room_tv/response")
+                .compactMap { JSONValue.parse($0.payload) }.filter { $0["id"] == bID }
+            #expect(answersToB.count == 1, "answers to B: \(answersToB)")
+        }
+    }
 }
