@@ -34,7 +34,20 @@ elif [[ $mdns == true && $(id -u) -eq 0 ]]; then
     if [[ -S $socket ]]; then
         avahi-daemon --no-rlimits &
         pids+=($!)
-        log "started dbus-daemon and avahi-daemon"
+        # The bridge browses as soon as it starts: give avahi-daemon (bounded, 10 s) the time to
+        # take its name on the bus, so a normal start logs no "avahi-daemon is not reachable".
+        # Should it be slower, the bridge waits for it anyway (and says so).
+        avahi_up() {
+            dbus-send --system --print-reply --reply-timeout=1000 --dest=org.freedesktop.DBus \
+                /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Avahi \
+                2>/dev/null | grep -q 'boolean true'
+        }
+        for _ in $(seq 100); do avahi_up && break; kill -0 "${pids[1]}" 2>/dev/null || break; sleep 0.1; done
+        if avahi_up; then
+            log "started dbus-daemon and avahi-daemon"
+        else
+            log "started dbus-daemon and avahi-daemon (avahi-daemon not on the bus yet; the bridge waits for it)"
+        fi
     else
         log "dbus-daemon did not start: mDNS off, static devices only"
     fi
