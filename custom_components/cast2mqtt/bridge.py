@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime
 import json
 import logging
 from typing import Any
@@ -19,7 +19,11 @@ import uuid
 from homeassistant.components import mqtt
 from homeassistant.components.mqtt.models import ReceiveMessage
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.helpers.event import async_call_later
 from homeassistant.util import dt as dt_util
+
+from . import repairs
+from .clock import ClockSkew
 
 from .const import (
     COMMAND_DEADLINE,
@@ -51,7 +55,7 @@ _LOGGER = logging.getLogger(__name__)
 OPTIONAL_KEYS = ("expires", "wait")
 
 
-def rfc3339(moment) -> str:
+def rfc3339(moment: datetime) -> str:
     """UTC with milliseconds, as the contract writes times."""
     return dt_util.as_utc(moment).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -81,6 +85,12 @@ class Bridge:
         self._listeners: dict[str, list[Callable[[], None]]] = {}
         self._bridge_listeners: list[Callable[[], None]] = []
         self._device_listeners: list[Callable[[list[str], list[str]], None]] = []
+        # The bridge's clock against Home Assistant's (see clock.py).
+        self.clock = ClockSkew()
+        # When the bridge was last seen going offline, or the entry loaded without it online
+        # (Home Assistant's clock); None while it is online.
+        self.offline_since: datetime | None = dt_util.utcnow()
+        self._offline_timer: CALLBACK_TYPE | None = None
 
     # MARK: - Lifecycle
 
@@ -105,6 +115,8 @@ class Bridge:
             self._unsubscribe.append(
                 await mqtt.async_subscribe(self.hass, topic, handler, qos=1, encoding=None)
             )
+        if not self.online:
+            self._start_offline_timer()
 
     @callback
     def async_stop(self) -> None:
@@ -112,7 +124,51 @@ class Bridge:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+        self._cancel_offline_timer()
         self._fail_waiting("unloaded")
+        repairs.async_clear_all(self.hass, self.base)
+
+    # MARK: - Repair issues
+
+    @callback
+    def _start_offline_timer(self) -> None:
+        self._cancel_offline_timer()
+        self._offline_timer = async_call_later(
+            self.hass, repairs.BRIDGE_OFFLINE_MINUTES * 60, self._offline_for_long
+        )
+
+    @callback
+    def _cancel_offline_timer(self) -> None:
+        if self._offline_timer is not None:
+            self._offline_timer()
+            self._offline_timer = None
+
+    @callback
+    def _offline_for_long(self, _now: datetime) -> None:
+        self._offline_timer = None
+        if self.online:
+            return
+        since = self.offline_since or dt_util.utcnow()
+        _LOGGER.warning(
+            "cast2mqtt bridge under %s has been offline since %s", self.base, rfc3339(since)
+        )
+        repairs.async_raise_offline(self.hass, self.base, rfc3339(since))
+
+    @callback
+    def _clock_sample(self, msg: ReceiveMessage, stamp: datetime | None) -> None:
+        """A time the bridge stamped on a message it has just published (the caller knows it is
+        fresh); a retained replay says nothing about the clock now."""
+        if msg.retain or stamp is None:
+            return
+        before = self.clock.seconds
+        if not self.clock.add(stamp, dt_util.utcnow()):
+            return
+        skew = self.clock.seconds
+        if skew is None:
+            return
+        if before is None or (abs(before) > repairs.CLOCK_SKEW_LIMIT) != (abs(skew) > repairs.CLOCK_SKEW_LIMIT):
+            _LOGGER.info("cast2mqtt bridge under %s: its clock is %+.1f s from Home Assistant's", self.base, skew)
+        repairs.async_update_clock(self.hass, self.base, skew)
 
     @callback
     def _fail_waiting(self, key: str) -> None:
@@ -271,7 +327,11 @@ class Bridge:
     @callback
     def _bridge_event_message(self, msg: ReceiveMessage) -> None:
         event = json_payload(msg.payload)
-        if not isinstance(event, dict) or event.get("type") != "device_removed":
+        if not isinstance(event, dict):
+            return
+        # Events are never retained: each is stamped when it is published.
+        self._clock_sample(msg, timestamp(event.get("at")))
+        if event.get("type") != "device_removed":
             return
         device_id = event.get("id")
         if isinstance(device_id, str):
@@ -287,8 +347,17 @@ class Bridge:
                 # Once per change, as the quality scale's log-when-unavailable asks.
                 _LOGGER.info("cast2mqtt bridge under %s is %s", self.base, "online" if online else "offline")
                 if online:
-                    # A bridge that (re)starts may have been upgraded: ask again what it takes.
+                    # A bridge that (re)starts may have been upgraded (and its clock set): ask
+                    # again what it takes, measure again.
                     self.unsupported_keys.clear()
+                    self.clock.clear()
+                    self.offline_since = None
+                    self._cancel_offline_timer()
+                    repairs.async_clear_offline(self.hass, self.base)
+                    repairs.async_update_too_old(self.hass, self.base, self.version, self.unsupported_keys)
+                else:
+                    self.offline_since = dt_util.utcnow()
+                    self._start_offline_timer()
                 self._notify_all()
             return
         topic = self._device_topic(msg)
@@ -338,9 +407,19 @@ class Bridge:
         return topic, entry, value
 
     @callback
+    def _document_sample(self, msg: ReceiveMessage, held: dict[str, Any], value: dict[str, Any]) -> None:
+        """A document's `updated_at` is the time of its last change, stamped when the bridge
+        published it. Only a document whose content differs from the one held was published
+        just now: after a reconnect the bridge republishes unchanged documents with their old
+        stamps."""
+        if _content(held) != _content(value):
+            self._clock_sample(msg, timestamp(value.get("updated_at")))
+
+    @callback
     def _receiver_message(self, msg: ReceiveMessage) -> None:
         if (found := self._tracked_document(msg)) is not None:
             topic, entry, value = found
+            self._document_sample(msg, entry.receiver, value)
             entry.receiver = value
             self._notify(topic)
 
@@ -348,8 +427,11 @@ class Bridge:
     def _media_message(self, msg: ReceiveMessage) -> None:
         if (found := self._tracked_document(msg)) is not None:
             topic, entry, value = found
+            self._document_sample(msg, entry.media, value)
             entry.media = value
-            entry.position_updated_at = timestamp(value.get("position_updated_at")) or dt_util.utcnow()
+            # The bridge's clock: corrected to Home Assistant's, which computes the live position.
+            stamped = timestamp(value.get("position_updated_at"))
+            entry.position_updated_at = self.clock.to_local(stamped) if stamped is not None else dt_util.utcnow()
             self._notify(topic)
 
     @callback
@@ -382,6 +464,7 @@ class Bridge:
         if version != self.version:
             self.version = version
             self.unsupported_keys.clear()
+            repairs.async_update_too_old(self.hass, self.base, version, self.unsupported_keys)
 
     @callback
     def _response_message(self, msg: ReceiveMessage) -> None:
@@ -424,15 +507,16 @@ class Bridge:
     ) -> dict[str, Any]:
         """Send one command in its JSON form and wait for the bridge's one response.
 
-        The command carries `"expires"` = now + `deadline`: a bridge that has not sent it to the
-        device by then answers `timeout` and never sends it. Home Assistant waits for `deadline`
+        The command carries `"expires": deadline`, seconds the bridge counts from when it got the
+        command by its own clock (so a bridge whose clock is off keeps it): a bridge that has not
+        sent it to the device by then answers `timeout` and never sends it. Home Assistant waits for `deadline`
         plus the time a command started just before it needs (RESPONSE_GRACE) plus `wait_extra`
         (a command that answers late on purpose, e.g. `announce` with `wait`), so once it reports
         a timeout the command can no longer run. Returns the response's `data`; raises
         `CommandError` with the bridge's error code and message, or when no answer came.
         """
         for attempt in range(len(OPTIONAL_KEYS) + 1):
-            payload = {"expires": rfc3339(dt_util.utcnow() + timedelta(seconds=deadline)), **(body or {})}
+            payload = {"expires": round(deadline, 3), **(body or {})}
             for key in self.unsupported_keys:
                 payload.pop(key, None)
             response = await self._exchange(device, command, payload, deadline + RESPONSE_GRACE + wait_extra)
@@ -444,6 +528,7 @@ class Bridge:
                 self.base, refused,
             )
             self.unsupported_keys.add(refused)
+            repairs.async_update_too_old(self.hass, self.base, self.version, self.unsupported_keys)
         return _result(device, command, response)
 
     async def async_command_text(self, device: DeviceInfoRecord, command: str, text: str) -> dict[str, Any]:
@@ -518,6 +603,13 @@ class _Abandoned(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+def _content(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A document without its publication stamp (which is not content)."""
+    if document is None:
+        return None
+    return {key: value for key, value in document.items() if key != "updated_at"}
 
 
 def _refused_key(response: dict[str, Any]) -> str | None:

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.core import HomeAssistant
 
+from .bridge import rfc3339
+from .repairs import CLOCK_SKEW_LIMIT, missing_features
+
 if TYPE_CHECKING:
     from . import Cast2MqttConfigEntry
 
@@ -30,6 +33,7 @@ def _scrub(value: Any) -> Any:
 
 
 async def async_get_config_entry_diagnostics(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -> dict[str, Any]:
+    """What the bridge looks like from Home Assistant, without secrets."""
     bridge = entry.runtime_data
     devices = []
     for device_id, record in sorted(bridge.devices.items()):
@@ -59,6 +63,14 @@ async def async_get_config_entry_diagnostics(hass: HomeAssistant, entry: Cast2Mq
             "version": bridge.version,
             "mqtt_connected": bridge.mqtt_connected,
             "keys_the_bridge_refused": sorted(bridge.unsupported_keys),
+            "offline_since": rfc3339(bridge.offline_since) if bridge.offline_since else None,
+            "clock": {
+                # The bridge's clock minus Home Assistant's (median of recent fresh messages).
+                "skew_seconds": None if (skew := bridge.clock.seconds) is None else round(skew, 3),
+                "samples": bridge.clock.samples,
+                "repair_above_seconds": CLOCK_SKEW_LIMIT,
+            },
+            "features_missing": missing_features(bridge.version, bridge.unsupported_keys),
         },
         "devices": devices,
         "last_responses": _scrub(list(bridge.recent)),
