@@ -1,19 +1,26 @@
 """The integration's actions, registered once in `async_setup` (so they exist, and say why they
 cannot run, while no entry is loaded). Each targets cast2mqtt media players like an entity
-service: `entity_id`, `device_id`, `area_id` or `label_id`."""
+service: `entity_id`, `device_id`, `area_id` or `label_id`.
+
+Where Home Assistant has `service.async_register_platform_entity_service` (newer releases), the
+actions are registered with it: Home Assistant resolves the targets among this integration's
+media players itself (the way that replaces `async_extract_referenced_entity_ids`, which it
+deprecates). Older releases (2024.11.3 to 2025.4.4, the ones tested) do not have it: there the
+targets are resolved here, with the translated `no_target` / `target_unavailable` errors, and the
+call runs through `service.entity_service_call` (permissions, one request per entity)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import voluptuous as vol
 
+from homeassistant.components.media_player import DOMAIN as MEDIA_PLAYER_DOMAIN
 from homeassistant.const import ATTR_ENTITY_ID, ENTITY_MATCH_ALL
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
-from homeassistant.helpers import config_validation as cv
-from homeassistant.helpers.service import async_extract_referenced_entity_ids
+from homeassistant.core import HassJob, HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
+from homeassistant.helpers import config_validation as cv, service
+from homeassistant.helpers.entity import Entity
 
 from .const import (
     APP_ID_RE,
@@ -54,6 +61,9 @@ def _namespace(value: Any) -> str:
     return value
 
 
+type Run = Callable[["Cast2MqttMediaPlayer", ServiceCall], Awaitable[ServiceResponse]]
+
+
 def _targets(hass: HomeAssistant, call: ServiceCall) -> list[Cast2MqttMediaPlayer]:
     """The loaded cast2mqtt media players the call targets; unavailable ones are skipped as Home
     Assistant skips them for its own entity services, but a call that reaches none fails."""
@@ -61,7 +71,7 @@ def _targets(hass: HomeAssistant, call: ServiceCall) -> list[Cast2MqttMediaPlaye
     if call.data.get(ATTR_ENTITY_ID) == ENTITY_MATCH_ALL:
         wanted = set(loaded)
     else:
-        selected = async_extract_referenced_entity_ids(hass, call)
+        selected = service.async_extract_referenced_entity_ids(hass, call)
         wanted = selected.referenced | selected.indirectly_referenced
     found = [loaded[entity_id] for entity_id in sorted(wanted) if entity_id in loaded]
     if not found:
@@ -76,15 +86,29 @@ def _register(
     hass: HomeAssistant,
     name: str,
     fields: dict[Any, Any],
-    run: Callable[[Cast2MqttMediaPlayer, ServiceCall], Awaitable[ServiceResponse]],
+    run: Run,
     supports_response: SupportsResponse = SupportsResponse.NONE,
 ) -> None:
+    async def run_entity(entity: Entity, call: ServiceCall) -> ServiceResponse:
+        # Only this integration's media players are ever handed over (both ways below).
+        return await run(cast("Cast2MqttMediaPlayer", entity), call)
+
+    register_platform_service = getattr(service, "async_register_platform_entity_service", None)
+    if register_platform_service is not None:
+        register_platform_service(
+            hass, DOMAIN, name, entity_domain=MEDIA_PLAYER_DOMAIN, func=run_entity,
+            schema=fields, supports_response=supports_response,
+        )
+        return
+
+    job = HassJob(run_entity, f"{DOMAIN}.{name}")
+
     async def handle(call: ServiceCall) -> ServiceResponse:
-        targets = _targets(hass, call)
-        results = await asyncio.gather(*(run(player, call) for player in targets))
+        targets = {player.entity_id: player for player in _targets(hass, call)}
+        response = await service.entity_service_call(hass, dict[str, Entity](targets), job, call)
         if not call.return_response:
             return None
-        return {player.entity_id: result for player, result in zip(targets, results, strict=True)}
+        return dict(response or {})
 
     hass.services.async_register(
         DOMAIN, name, handle, schema=cv.make_entity_service_schema(fields), supports_response=supports_response

@@ -104,3 +104,13 @@ def test_every_service_is_described() -> None:
     # transfer's target is picked from cast2mqtt media players.
     assert services["transfer"]["fields"]["to"]["selector"] == {
         "entity": {"integration": "cast2mqtt", "domain": "media_player"}}
+
+
+def test_every_action_has_an_icon_and_every_icon_an_action() -> None:
+    actions = set(yaml.safe_load((INTEGRATION / "services.yaml").read_text()))
+    icons = json.loads((INTEGRATION / "icons.json").read_text())
+    assert set(icons) <= {"services", "entity"}, icons
+    assert set(icons["services"]) == actions
+    for action, icon in icons["services"].items():
+        assert set(icon) <= {"service", "sections"}, action
+        assert re.fullmatch(r"mdi:[a-z0-9-]+", icon["service"]), action

@@ -59,3 +59,72 @@ async def test_unavailable_targets_are_refused(hass: HomeAssistant, mqtt_mock, l
     with pytest.raises(ServiceValidationError) as raised:
         await hass.services.async_call("cast2mqtt", "launch", {"entity_id": TV, "app_id": "CC1AD845"}, blocking=True)
     assert raised.value.translation_key == "target_unavailable"
+
+
+async def test_an_unmatched_target_is_refused(hass: HomeAssistant, mqtt_mock, loaded) -> None:
+    with pytest.raises(ServiceValidationError) as raised:
+        await hass.services.async_call("cast2mqtt", "launch", {"entity_id": "media_player.elsewhere",
+                                                               "app_id": "CC1AD845"}, blocking=True)
+    assert raised.value.translation_key == "no_target"
+
+
+async def test_all_targets_every_loaded_player(hass: HomeAssistant, mqtt_mock, loaded) -> None:
+    task = hass.async_create_task(hass.services.async_call(
+        "cast2mqtt", "set_playback_rate", {"entity_id": "all", "rate": 1.5}, blocking=True))
+    await until_published(mqtt_mock, "/living_room_tv/command/rate")
+    await until_published(mqtt_mock, "/kitchen/command/rate")
+    answer(hass, mqtt_mock)
+    answer(hass, mqtt_mock, topic="kitchen")
+    await task
+
+
+async def test_a_target_by_device(hass: HomeAssistant, mqtt_mock, loaded) -> None:
+    from homeassistant.helpers import entity_registry as er
+
+    device_id = er.async_get(hass).async_get(TV).device_id  # type: ignore[union-attr]
+    task = hass.async_create_task(hass.services.async_call(
+        "cast2mqtt", "launch", {"device_id": device_id, "app_id": "E7C0A1B0"}, blocking=True, return_response=False))
+    assert json.loads((await until_published(mqtt_mock, "/living_room_tv/command/launch"))[-1])["app_id"] == "E7C0A1B0"
+    answer(hass, mqtt_mock)
+    await task
+
+
+async def test_the_platform_entity_service_api_is_used_where_it_exists(
+        hass: HomeAssistant, mqtt_mock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Newer Home Assistant registers entity services of an integration's platform itself
+    (`service.async_register_platform_entity_service`; neither tested release has it): a stand-in
+    that resolves targets among the platform's entities the way Core does is handed our actions."""
+    from homeassistant.core import HassJob, ServiceCall, ServiceResponse, SupportsResponse
+    from homeassistant.helpers import config_validation as cv, service
+    from homeassistant.helpers.entity_platform import DATA_DOMAIN_PLATFORM_ENTITIES
+
+    from conftest import make_entry, publish_bridge, PLAYING
+
+    registered: dict[str, dict[str, object]] = {}
+
+    def register(hass: HomeAssistant, service_domain: str, service_name: str, *, entity_domain: str,
+                 func: object, schema: dict[object, object],
+                 supports_response: SupportsResponse = SupportsResponse.NONE) -> None:
+        registered[service_name] = {"entity_domain": entity_domain, "supports_response": supports_response}
+
+        async def handle(call: ServiceCall) -> ServiceResponse:
+            entities = hass.data[DATA_DOMAIN_PLATFORM_ENTITIES][(entity_domain, service_domain)]
+            return await service.entity_service_call(hass, entities, HassJob(func), call)  # type: ignore[arg-type]
+
+        hass.services.async_register(service_domain, service_name, handle, cv.make_entity_service_schema(schema),
+                                     supports_response)
+
+    monkeypatch.setattr(service, "async_register_platform_entity_service", register, raising=False)
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    publish_bridge(hass, state="playing", media=PLAYING)
+    await hass.async_block_till_done()
+    assert set(registered) == {"transfer", "set_playback_rate", "launch", "send_message"}
+    assert {r["entity_domain"] for r in registered.values()} == {"media_player"}
+    assert registered["transfer"]["supports_response"] == SupportsResponse.OPTIONAL
+    task = hass.async_create_task(hass.services.async_call(
+        "cast2mqtt", "transfer", {"entity_id": TV, "to": SPEAKER}, blocking=True, return_response=True))
+    await until_published(mqtt_mock, "/living_room_tv/command/transfer")
+    answer(hass, mqtt_mock, data={"from": "living_room_tv", "to": "kitchen", "position": 1.0})
+    assert await task == {TV: {"from": "living_room_tv", "to": "kitchen", "position": 1.0}}
