@@ -1,4 +1,4 @@
-"""Config flow: the bridge's base topic."""
+"""Config flow: the bridge's base topic (entered, or found by MQTT discovery on any base topic)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 import voluptuous as vol
 
 from homeassistant.config_entries import ConfigFlow, ConfigFlowResult
-from homeassistant.core import callback
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 
 from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC, DOMAIN, ENTRY_MINOR_VERSION, ENTRY_VERSION, unique_id
+from .payloads import json_payload, parse_devices
 
 # A base topic: levels of printable characters without wildcards, not starting with `$`.
 _BASE_TOPIC_RE = re.compile(r"^[^\s+#/$][^\s+#]*$")
@@ -25,6 +26,37 @@ def valid_base_topic(value: str) -> bool:
         and _BASE_TOPIC_RE.match(value) is not None
         and not value.endswith("/")
         and "//" not in value
+    )
+
+
+DEVICES_SUFFIX = "/bridge/devices"
+CAST_TYPES = frozenset({"video", "audio", "group"})
+
+
+def base_of_devices_topic(topic: str) -> str | None:
+    """The base topic of a `<base>/bridge/devices` topic, if it is a valid one."""
+    if not topic.endswith(DEVICES_SUFFIX):
+        return None
+    base = topic[: -len(DEVICES_SUFFIX)]
+    return base if valid_base_topic(base) else None
+
+
+def is_devices_list(payload: str | bytes) -> bool:
+    """Whether a payload is a cast2mqtt bridge's device list: a non-empty JSON array of objects,
+    each with a valid id and topic name (ids unique) and a Cast type. Other software publishes
+    `<x>/bridge/devices` too (Zigbee2MQTT: an array of Zigbee devices); an empty array says
+    nothing about who published it, so a bridge is discovered once it lists a device."""
+    try:
+        value = json_payload(payload)
+    except RecursionError:  # nested deeper than the JSON decoder goes
+        return False
+    if not isinstance(value, list) or not value:
+        return False
+    devices = parse_devices(value)
+    return (
+        devices is not None
+        and len(devices) == len(value)
+        and all(isinstance(entry, dict) and entry.get("cast_type") in CAST_TYPES for entry in value)
     )
 
 
@@ -53,14 +85,13 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(step_id="user", data_schema=_schema(DEFAULT_BASE_TOPIC), errors=errors)
 
     async def async_step_mqtt(self, discovery_info: MqttServiceInfo) -> ConfigFlowResult:
-        """Home Assistant saw `<base>/bridge/devices` (see `mqtt` in manifest.json)."""
-        topic = discovery_info.topic
-        suffix = "/bridge/devices"
-        if not topic.endswith(suffix):
+        """Home Assistant saw `<base>/bridge/devices` with a base of one to three levels (see
+        `mqtt` in manifest.json); the payload must be a cast2mqtt bridge's device list."""
+        base = base_of_devices_topic(discovery_info.topic)
+        if base is None:
             return self.async_abort(reason="invalid_discovery_info")
-        base = topic[: -len(suffix)]
-        if not valid_base_topic(base):
-            return self.async_abort(reason="invalid_discovery_info")
+        if not is_devices_list(discovery_info.payload):
+            return self.async_abort(reason="not_a_bridge")
         await self.async_set_unique_id(base)
         self._abort_if_unique_id_configured()
         self._discovered_base = base
@@ -106,7 +137,7 @@ def _schema(default: str) -> vol.Schema:
 
 
 @callback
-def _rename_players(hass: Any, entry_id: str, old_base: str, new_base: str) -> None:
+def _rename_players(hass: HomeAssistant, entry_id: str, old_base: str, new_base: str) -> None:
     """Gives the entry's media players the unique ids of the new base topic."""
     registry = er.async_get(hass)
     prefix = unique_id(old_base, "")[: -len(":media_player")]

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 from homeassistant import config_entries
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 from homeassistant.util import dt as dt_util
+from pytest_homeassistant_custom_component.common import async_fire_mqtt_message
 
-from conftest import BASE, TV, TV_ID, make_entry, publish_bridge
+from conftest import BASE, DEVICES, ROOT, TV, TV_ID, make_entry, publish_bridge
 
 DOMAIN = "cast2mqtt"
 
 
-def discovery(base: str) -> MqttServiceInfo:
-    return MqttServiceInfo(topic=f"{base}/bridge/devices", payload="[]", qos=1, retain=True,
-                           subscribed_topic=f"{base}/bridge/devices", timestamp=dt_util.utcnow())
+def discovery(base: str, payload: str | bytes | None = None) -> MqttServiceInfo:
+    return MqttServiceInfo(topic=f"{base}/bridge/devices", payload=json.dumps(DEVICES) if payload is None else payload,
+                           qos=1, retain=True, subscribed_topic=f"{base}/bridge/devices", timestamp=dt_util.utcnow())
 
 
 async def test_user_creates_an_entry_for_the_base_topic(hass: HomeAssistant, mqtt_mock) -> None:
@@ -110,3 +113,92 @@ async def test_reconfigure_to_another_entrys_base_topic_aborts(hass: HomeAssista
     result = await hass.config_entries.flow.async_configure(result["flow_id"], {"base_topic": "other"})
     assert result["type"] is FlowResultType.ABORT and result["reason"] == "already_configured"
     assert entry.data == {"base_topic": BASE}
+
+
+# -- MQTT discovery on any base topic -----------------------------------------------------------
+
+MANIFEST = json.loads((ROOT / "custom_components" / "cast2mqtt" / "manifest.json").read_text())
+
+
+def test_the_manifest_subscribes_to_bases_of_one_to_three_levels() -> None:
+    from paho.mqtt.client import topic_matches_sub
+
+    def matched(topic: str) -> bool:
+        return any(topic_matches_sub(pattern, topic) for pattern in MANIFEST["mqtt"])
+
+    for topic in ("cast2mqtt/bridge/devices", "cast2mqtt2/bridge/devices", "home/cast/bridge/devices",
+                  "site/home/cast/bridge/devices"):
+        assert matched(topic), topic
+    for topic in ("bridge/devices", "cast2mqtt/bridge/devices/x", "cast2mqtt/bridge/info"):
+        assert not matched(topic), topic
+    # No topic is matched by two of them (that would start two flows for one message).
+    for topic in ("a/bridge/devices", "a/b/bridge/devices", "a/b/c/bridge/devices"):
+        assert sum(topic_matches_sub(pattern, topic) for pattern in MANIFEST["mqtt"]) == 1, topic
+
+
+async def test_discovery_of_a_two_level_base_topic(hass: HomeAssistant, mqtt_mock) -> None:
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=discovery("home/cast"))
+    assert result["type"] is FlowResultType.FORM and result["step_id"] == "confirm"
+    assert result["description_placeholders"] == {"base_topic": "home/cast"}
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"] == {"base_topic": "home/cast"} and result["result"].unique_id == "home/cast"
+
+
+async def test_home_assistants_mqtt_discovery_starts_the_flow(hass: HomeAssistant, mqtt_mock) -> None:
+    """A device list on a two-level base topic, through Home Assistant's MQTT integration and the
+    manifest's subscriptions (not a flow started by hand)."""
+    async_fire_mqtt_message(hass, "home/cast/bridge/devices", json.dumps(DEVICES))
+    await hass.async_block_till_done()
+    progress = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert [p["context"]["unique_id"] for p in progress] == ["home/cast"]
+    assert progress[0]["context"]["source"] == config_entries.SOURCE_MQTT
+    # Zigbee2MQTT's device list on its own base topic starts a flow that aborts at once.
+    async_fire_mqtt_message(hass, "zigbee2mqtt/bridge/devices", json.dumps(ZIGBEE2MQTT_DEVICES))
+    await hass.async_block_till_done()
+    assert [p["context"]["unique_id"] for p in hass.config_entries.flow.async_progress_by_handler(DOMAIN)] == ["home/cast"]
+
+
+ZIGBEE2MQTT_DEVICES = [
+    {"ieee_address": "0x00124b0022ac9c2e", "type": "Coordinator", "network_address": 0, "friendly_name": "Coordinator"},
+    {"ieee_address": "0x0017880104e45517", "type": "Router", "friendly_name": "lamp", "model_id": "LWB010"},
+]
+
+HOSTILE_PAYLOADS: list[str | bytes] = [
+    "", "[]", "{}", "null", "not json", "[1, 2]", b"\xff\xfe[]", "[" * 100_000, " " * (1024 * 1024 + 1),
+    json.dumps(ZIGBEE2MQTT_DEVICES),
+    json.dumps([{**DEVICES[0], "cast_type": None}]),
+    json.dumps([{**DEVICES[0], "cast_type": "toaster"}]),
+    json.dumps([{**DEVICES[0], "id": "../etc"}]),
+    json.dumps([{**DEVICES[0], "topic": "Bad Topic"}]),
+    json.dumps([{**DEVICES[0], "topic": "bridge"}]),
+    json.dumps([DEVICES[0], DEVICES[0]]),  # the same id twice
+    json.dumps([DEVICES[0], "x"]),
+    json.dumps([DEVICES[0]] * 5000),
+]
+
+
+async def test_discovery_refuses_payloads_that_are_not_a_device_list(hass: HomeAssistant, mqtt_mock) -> None:
+    for payload in HOSTILE_PAYLOADS:
+        result = await hass.config_entries.flow.async_init(
+            DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=discovery("home/cast", payload))
+        assert result["type"] is FlowResultType.ABORT and result["reason"] == "not_a_bridge", payload[:80]
+    assert not hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+
+
+async def test_discovery_refuses_topics_without_a_valid_base(hass: HomeAssistant, mqtt_mock) -> None:
+    for topic in ("bridge/devices", "/bridge/devices", "a//b/bridge/devices", "$SYS/bridge/devices",
+                  "a b/bridge/devices", "cast2mqtt/bridge/devices/x"):
+        info = discovery("x")
+        info.topic = topic
+        result = await hass.config_entries.flow.async_init(
+            DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=info)
+        assert result["type"] is FlowResultType.ABORT and result["reason"] == "invalid_discovery_info", topic
+
+
+async def test_discovery_takes_bytes(hass: HomeAssistant, mqtt_mock) -> None:
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_MQTT},
+        data=discovery("a/b/c", json.dumps(DEVICES).encode()))
+    assert result["type"] is FlowResultType.FORM and result["step_id"] == "confirm"
