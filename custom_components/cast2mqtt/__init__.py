@@ -23,6 +23,7 @@ from .const import (
     legacy_unique_id,
     unique_id,
 )
+from .duplicates import async_restore_all, async_setup as async_setup_duplicates
 from .services import async_setup_services
 
 _LOGGER = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) ->
         ) from err
     entry.runtime_data = bridge
     entry.async_on_unload(bridge.async_stop)
+    async_setup_duplicates(hass, entry, bridge)  # hides the MQTT controls the media player repeats
     # Retained messages arrive through the event loop; the platform adds a player for every
     # device known when it starts and for each one listed later.
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
@@ -64,6 +66,11 @@ async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) ->
 async def async_unload_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -> bool:
     """Unload the media players; the bridge unsubscribes through async_on_unload."""
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_entry(hass: HomeAssistant, entry: ConfigEntry) -> None:
+    """The entry is gone: the MQTT controls it disabled as duplicates are enabled again."""
+    async_restore_all(hass, entry.entry_id)
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:

@@ -1,4 +1,5 @@
-"""Config flow: the bridge's base topic (entered, or found by MQTT discovery on any base topic)."""
+"""Config flow: the bridge's base topic (entered, or found by MQTT discovery on any base topic),
+and the options flow (hide the MQTT-discovered controls the media player repeats)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Any
 
 import voluptuous as vol
 
-from homeassistant.config_entries import ConfigFlow, ConfigFlowResult
+from homeassistant.config_entries import ConfigEntry, ConfigFlow, ConfigFlowResult, OptionsFlow
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 
 from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC, DOMAIN, ENTRY_MINOR_VERSION, ENTRY_VERSION, unique_id
+from .options_flow import Cast2MqttOptionsFlow
 from .payloads import json_payload, parse_devices
 
 # A base topic: levels of printable characters without wildcards, not starting with `$`.
@@ -68,6 +70,12 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
 
     def __init__(self) -> None:
         self._discovered_base: str | None = None
+
+    @staticmethod
+    @callback
+    def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
+        """The entry's options: whether duplicate controls are hidden."""
+        return Cast2MqttOptionsFlow()
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """The user adds the integration."""

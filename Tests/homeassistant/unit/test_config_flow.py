@@ -202,3 +202,50 @@ async def test_discovery_takes_bytes(hass: HomeAssistant, mqtt_mock) -> None:
         DOMAIN, context={"source": config_entries.SOURCE_MQTT},
         data=discovery("a/b/c", json.dumps(DEVICES).encode()))
     assert result["type"] is FlowResultType.FORM and result["step_id"] == "confirm"
+
+
+# -- options ----------------------------------------------------------------------------------
+
+async def test_options_flow_turns_hiding_off_and_on(hass: HomeAssistant, mqtt_mock) -> None:
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    assert result["type"] is FlowResultType.FORM and result["step_id"] == "init"
+    schema = result["data_schema"].schema
+    key = next(k for k in schema if k == "hide_duplicates")
+    assert key.default() is True
+    result = await hass.config_entries.options.async_configure(result["flow_id"], {"hide_duplicates": False})
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert entry.options == {"hide_duplicates": False}
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    key = next(k for k in result["data_schema"].schema if k == "hide_duplicates")
+    assert key.default() is False
+    result = await hass.config_entries.options.async_configure(result["flow_id"], {"hide_duplicates": True})
+    assert entry.options == {"hide_duplicates": True}
+
+
+async def test_options_flow_of_a_removed_entry_aborts(hass: HomeAssistant) -> None:
+    from custom_components.cast2mqtt.options_flow import Cast2MqttOptionsFlow
+
+    flow = Cast2MqttOptionsFlow()
+    flow.hass = hass
+    flow.handler = "no-such-entry"
+    result = await flow.async_step_init()
+    assert result["type"] is FlowResultType.ABORT and result["reason"] == "entry_removed"
+
+
+def test_the_options_flow_is_translated() -> None:
+    """Its steps, fields and aborts are in strings.json's `options` (and en.json is the same)."""
+    import re
+
+    integration = ROOT / "custom_components" / "cast2mqtt"
+    strings = json.loads((integration / "strings.json").read_text())["options"]
+    english = json.loads((integration / "translations" / "en.json").read_text())["options"]
+    assert strings == english
+    code = (integration / "options_flow.py").read_text()
+    for step in re.findall(r'step_id="([a-z_]+)"', code):
+        assert step in strings["step"], step
+    for reason in re.findall(r'async_abort\(reason="([a-z_]+)"\)', code):
+        assert reason in strings["abort"], reason
+    assert set(strings["step"]["init"]["data"]) == {"hide_duplicates"}
+    assert set(strings["step"]["init"]["data_description"]) == {"hide_duplicates"}
