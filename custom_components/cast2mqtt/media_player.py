@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 from datetime import datetime
+import logging
 import math
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from homeassistant.components import media_source
-from homeassistant.components.media_player import (
+from homeassistant.components.media_player import MediaPlayerDeviceClass, MediaPlayerEnqueue, MediaPlayerEntity
+from homeassistant.components.media_player.browse_media import BrowseMedia, async_process_play_media_url
+from homeassistant.components.media_player.const import (
     ATTR_MEDIA_ANNOUNCE,
     ATTR_MEDIA_ENQUEUE,
     ATTR_MEDIA_EXTRA,
-    BrowseMedia,
-    MediaPlayerDeviceClass,
-    MediaPlayerEnqueue,
-    MediaPlayerEntity,
     MediaPlayerEntityFeature,
     MediaPlayerState,
     MediaType,
     RepeatMode,
-    async_process_play_media_url,
 )
 from homeassistant.core import HomeAssistant, ServiceResponse, callback
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
 
-from . import enqueue as enqueueing
+from . import enqueue as enqueueing, media, playlist
 from .bridge import Bridge
 from .const import (
     ANNOUNCE_CLIP_LIMIT,
@@ -44,7 +43,12 @@ from .payloads import DeviceInfoRecord, DeviceTopics
 if TYPE_CHECKING:
     from . import Cast2MqttConfigEntry
 
+_LOGGER = logging.getLogger(__name__)
+
 PARALLEL_UPDATES = 0
+# The core cast integration's media type for an app and what to play in it (JSON).
+CAST_MEDIA_TYPE = "cast"
+_PLAYLIST_TYPE_ENDINGS = ("mpegurl", "scpls", "pls+xml", "x-pls")
 
 _STATES = {
     "off": MediaPlayerState.OFF,
@@ -142,13 +146,14 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
     _attr_has_entity_name = True
     _attr_name = None
     _attr_should_poll = False
-    _attr_media_image_remotely_accessible = False
 
     def __init__(self, bridge: Bridge, device_id: str) -> None:
         self._bridge = bridge
         self._device_id = device_id
         record = bridge.devices[device_id]
         self._attr_unique_id = unique_id(bridge.base, device_id)
+        # The same Home Assistant device as the bridge's MQTT discovery (same identifier); what
+        # the bridge does not know is left out, since a None would clear what discovery gave.
         self._attr_device_info = DeviceInfo(
             identifiers={device_identifier(device_id)},
             name=record.name,
@@ -231,8 +236,11 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
 
     @property
     def supported_features(self) -> MediaPlayerEntityFeature:
-        """What the device can do now (see features.py)."""
-        return supported_features(self._receiver, self._media)
+        """What the device can do now (see features.py); browsing only with media_source."""
+        features = supported_features(self._receiver, self._media)
+        if self.hass is None or "media_source" not in self.hass.config.components:
+            features &= ~MediaPlayerEntityFeature.BROWSE_MEDIA
+        return features
 
     @property
     def repeat(self) -> RepeatMode | None:
@@ -280,12 +288,12 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         return None
 
     @property
-    def media_duration(self) -> float | None:
+    def media_duration(self) -> float | None:  # type: ignore[override]  # Cast reports fractions
         duration = _number(self._media.get("duration"))
         return duration if duration is not None and duration >= 0 else None
 
     @property
-    def media_position(self) -> float | None:
+    def media_position(self) -> float | None:  # type: ignore[override]  # Cast reports fractions
         position = _number(self._media.get("position"))
         return position if position is not None and position >= 0 else None
 
@@ -340,6 +348,19 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
             if url is not None and url.startswith(("http://", "https://")):
                 return url
         return None
+
+    @property
+    def media_image_remotely_accessible(self) -> bool:
+        """Public artwork goes to the browser as it is; Home Assistant proxies the rest (an
+        address on the home network, or Home Assistant's own)."""
+        url = self.media_image_url
+        if url is None or self.hass is None:
+            return False
+        internal: set[str] = set()
+        for base in (self.hass.config.internal_url, self.hass.config.api.local_ip if self.hass.config.api else None):
+            if base and (host := urlsplit(base if "//" in base else f"//{base}").hostname):
+                internal.add(host.lower())
+        return media.publicly_reachable(url, internal)
 
     @property
     def group_members(self) -> list[str] | None:
@@ -449,41 +470,73 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
             await self._command("queue", {"repeat": "all"})
 
     async def async_play_media(self, media_type: MediaType | str, media_id: str, **kwargs: Any) -> None:
-        """URLs and media_source items; `announce` restores, `enqueue` inserts into the queue."""
+        """URLs and media_source items with what `extra` describes (media.py); `cast` apps;
+        playlists resolved and HLS played live; `announce` restores, `enqueue` inserts into
+        the queue."""
         content_type: str | None = None
         if media_source.is_media_source_id(media_id):
             resolved = await media_source.async_resolve_media(self.hass, media_id, self.entity_id)
             media_id, content_type = resolved.url, resolved.mime_type
+        extra = kwargs.get(ATTR_MEDIA_EXTRA)
+        if str(media_type) == CAST_MEDIA_TYPE:
+            await self._async_play_cast_app(media_id, extra)
+            return
         media_id = async_process_play_media_url(self.hass, media_id)
         if "/" in str(media_type):  # a MIME type given as media_content_type
             content_type = content_type or str(media_type)
-
-        extra = kwargs.get(ATTR_MEDIA_EXTRA) or {}
-        metadata = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
-        title = _string(extra.get("title"), 1024) or _string(metadata.get("title"), 1024)
+        request = media.load_request(media_id, content_type, extra)
+        body = request.body
+        await self._async_resolve_stream(body)
 
         if kwargs.get(ATTR_MEDIA_ANNOUNCE):
-            await self._async_announce(media_id, content_type, title, _number(extra.get("volume")))
+            volume = _number(extra.get("volume")) if isinstance(extra, dict) else None
+            await self._async_announce(body["url"], body.get("content_type"), body.get("title"), volume)
             return
 
-        item: dict[str, Any] = {"url": media_id}
-        if content_type:
-            item["content_type"] = content_type
-        if title:
-            item["title"] = title
-        for key in ("artist", "album", "subtitle"):
-            if value := _string(metadata.get(key), 1024):
-                item[key] = value
-        if (thumb := _string(metadata.get("thumb") or extra.get("thumb"))) is not None:
-            item["images"] = [thumb]
-
         enqueue = kwargs.get(ATTR_MEDIA_ENQUEUE)
+        if enqueue is None and request.enqueue:
+            enqueue = MediaPlayerEnqueue.ADD
         if enqueue in (MediaPlayerEnqueue.ADD, MediaPlayerEnqueue.NEXT, MediaPlayerEnqueue.PLAY) and media_active(
             self._media
         ):
-            await self._async_enqueue(MediaPlayerEnqueue(enqueue), item)
+            if dropped := request.dropped_by_queue():
+                _LOGGER.info("%s: enqueued %s without %s (a queue item cannot carry them)",
+                             self.entity_id, body["url"], ", ".join(dropped))
+            await self._async_enqueue(MediaPlayerEnqueue(enqueue), request.queue_item())
             return
-        await self._command("load", item)
+        await self._command("load", body)
+
+    async def _async_resolve_stream(self, body: dict[str, Any]) -> None:
+        """HLS (by content type or a camera's `/api/hls/` stream) plays live; a playlist file
+        is replaced by the stream it names (playlist.py)."""
+        url: str = body["url"]
+        if media.is_hls(url, body.get("content_type")):
+            media.mark_live(body)
+            return
+        if not playlist.is_playlist_url(url):
+            return
+        found = await playlist.async_fetch(self.hass, url)
+        if found.hls:
+            media.mark_live(body)
+            return
+        entry = found.entries[0]
+        _LOGGER.info("%s: playlist %s names %d stream(s); playing the first, %s",
+                     self.entity_id, url, len(found.entries), entry.url)
+        body["url"] = entry.url
+        if entry.title and "title" not in body:
+            body["title"] = entry.title
+        # A content type given for the playlist file is not the stream's.
+        if str(body.get("content_type", "")).lower().endswith(_PLAYLIST_TYPE_ENDINGS):
+            del body["content_type"]
+
+    async def _async_play_cast_app(self, media_id: str, extra: Any) -> None:
+        """`media_content_type: cast` (the core integration's JSON): launch the app, or load
+        what it names in it."""
+        app = media.cast_app(media_id, extra)
+        if app.request is None:
+            await self._command("launch", {"app_id": app.app_id})
+            return
+        await self._command("load", app.request.body)
 
     async def _async_announce(
         self, url: str, content_type: str | None, title: str | None, volume: float | None
@@ -508,25 +561,32 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
             if err.code != "unknown_command":
                 raise
         # A bridge without `queue`: load the queue again, unless that would lose items.
-        body = enqueueing.reload_body(
+        reload = enqueueing.reload_body(
             self._media, item, enqueue=enqueue, position=self.media_position,
             updated_at=self.media_position_updated_at, image=self.media_image_url,
         )
-        if body is None:
+        if reload is None:
             raise service_error("enqueue_needs_queue", entity_id=self.entity_id)
-        await self._command("load", body)
+        await self._command("load", reload)
 
     async def async_browse_media(
         self, media_content_type: MediaType | str | None = None, media_content_id: str | None = None
     ) -> BrowseMedia:
-        """Browse media sources: audio, video and images."""
+        """Browse media sources: audio, video and images; a speaker (or speaker group) audio only."""
         if "media_source" not in self.hass.config.components:
             raise error("no_media_source")
+        kinds = ("audio/",) if self._audio_only else ("audio/", "video/", "image/")
         return await media_source.async_browse_media(
             self.hass,
             media_content_id,
-            content_filter=lambda item: item.media_content_type.startswith(("audio/", "video/", "image/")),
+            content_filter=lambda item: item.media_content_type.startswith(kinds),
         )
+
+    @property
+    def _audio_only(self) -> bool:
+        """A speaker or a speaker group (`cast_type` of bridge/devices) has no screen."""
+        record = self._record
+        return record is not None and record.cast_type in ("audio", "group")
 
     # MARK: - The integration's actions (registered in services.py)
 
