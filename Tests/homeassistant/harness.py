@@ -626,3 +626,45 @@ def log_problems(log: str) -> list[str]:
 
 def python_ok() -> bool:
     return sys.version_info[:2] == (3, 13)
+
+
+class FileServer:
+    """A tiny HTTP server on 127.0.0.1 (a free port, its own thread) that serves `files`:
+    path -> (content type, body); anything else is 404. Records the paths it was asked for."""
+
+    def __init__(self, files: dict[str, tuple[str, bytes]]):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.files = files
+        self.requested: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                path = self.path.split("?", 1)[0]
+                server.requested.append(path)
+                if path not in server.files:
+                    self.send_error(404)
+                    return
+                content_type, body = server.files[path]
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="file-server", daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(10)
