@@ -441,6 +441,7 @@ class Bridge:
         if topic is None or topic == "bridge":
             return
         text = text_payload(msg.payload)
+        members: list[str] | None
         if text is None:
             members = None
         elif not text.strip():

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
+
+from homeassistant.core import HomeAssistant
+from homeassistant.util.hass_dict import HassKey
+
+if TYPE_CHECKING:
+    from .media_player import Cast2MqttMediaPlayer
 
 DOMAIN: Final = "cast2mqtt"
 
@@ -64,7 +70,7 @@ ATTR_REPLY: Final = "reply"
 ATTR_TIMEOUT: Final = "timeout"
 
 # Where the loaded media players are found by the integration's actions (entity id -> player).
-DATA_PLAYERS: Final = f"{DOMAIN}_players"
+DATA_PLAYERS: HassKey[dict[str, Cast2MqttMediaPlayer]] = HassKey(f"{DOMAIN}_players")
 
 
 def unique_id(base_topic: str, device_id: str) -> str:
@@ -84,6 +90,6 @@ def device_identifier(device_id: str) -> tuple[str, str]:
     return ("mqtt", f"cast2mqtt_{device_id}")
 
 
-def players(hass: Any) -> dict[str, Any]:
+def players(hass: HomeAssistant) -> dict[str, Cast2MqttMediaPlayer]:
     """The media players of every loaded entry, by entity id."""
     return hass.data.setdefault(DATA_PLAYERS, {})

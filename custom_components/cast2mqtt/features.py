@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from homeassistant.components.media_player import MediaPlayerEntityFeature, RepeatMode
+from homeassistant.components.media_player.const import MediaPlayerEntityFeature, RepeatMode
 
 # Offered whatever plays: play media (also what enqueue and announce use), browsing, power.
 ALWAYS = (

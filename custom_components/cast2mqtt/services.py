@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import voluptuous as vol
 
-from homeassistant.components.media_player import DOMAIN as MEDIA_PLAYER_DOMAIN
+from homeassistant.components.media_player.const import DOMAIN as MEDIA_PLAYER_DOMAIN
 from homeassistant.const import ATTR_ENTITY_ID, ENTITY_MATCH_ALL
 from homeassistant.core import HassJob, HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
 from homeassistant.helpers import config_validation as cv, service
@@ -48,17 +48,17 @@ _NAMESPACE_PREFIX = "urn:x-cast:"
 
 
 def _app_id(value: Any) -> str:
-    value = cv.string(value)
-    if not APP_ID_RE.match(value):
+    text: str = cv.string(value)
+    if not APP_ID_RE.match(text):
         raise vol.Invalid("an app id is 1-64 letters, digits, '_', '-' or '.'")
-    return value
+    return text
 
 
 def _namespace(value: Any) -> str:
-    value = cv.string(value)
-    if not value.startswith(_NAMESPACE_PREFIX) or len(value) <= len(_NAMESPACE_PREFIX) or len(value) > 256:
+    text: str = cv.string(value)
+    if not text.startswith(_NAMESPACE_PREFIX) or len(text) <= len(_NAMESPACE_PREFIX) or len(text) > 256:
         raise vol.Invalid("a namespace starts with urn:x-cast: (e.g. urn:x-cast:com.example.app)")
-    return value
+    return text
 
 
 type Run = Callable[["Cast2MqttMediaPlayer", ServiceCall], Awaitable[ServiceResponse]]
