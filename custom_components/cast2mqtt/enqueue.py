@@ -59,7 +59,9 @@ def reload_body(
     if queue is not None and isinstance(queue.get("items"), list):
         current_item = queue.get("current_item_id")
         seen_current = False
-        for entry in queue["items"][:MAX_QUEUE]:
+        if len(queue["items"]) > MAX_QUEUE:
+            return None  # more than one load carries: the rest would be lost
+        for entry in queue["items"]:
             if not isinstance(entry, dict):
                 return None
             if entry.get("item_id") == current_item:

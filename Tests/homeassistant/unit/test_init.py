@@ -102,3 +102,54 @@ async def test_actions_exist_without_an_entry_and_say_why_they_cannot_run(hass: 
     with pytest.raises(ServiceValidationError) as raised:
         await hass.services.async_call(DOMAIN, "launch", {"entity_id": TV, "app_id": "CC1AD845"}, blocking=True)
     assert raised.value.translation_key == "no_target"
+
+
+async def test_without_the_mqtt_client_the_entry_is_not_ready(hass: HomeAssistant, mqtt_mock) -> None:
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    with patch("homeassistant.components.mqtt.async_wait_for_mqtt_client", return_value=False):
+        assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_RETRY
+
+
+async def test_a_newer_entry_is_not_downgraded(hass: HomeAssistant, mqtt_mock) -> None:
+    from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+    entry = MockConfigEntry(domain=DOMAIN, title=BASE, unique_id=BASE, data={"base_topic": BASE}, version=2)
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.MIGRATION_ERROR
+
+
+async def test_the_migration_leaves_other_unique_ids_alone(hass: HomeAssistant, mqtt_mock) -> None:
+    entry = make_entry(minor_version=1)
+    entry.add_to_hass(hass)
+    registry = er.async_get(hass)
+    others = [
+        registry.async_get_or_create("sensor", DOMAIN, f"cast2mqtt_{TV_ID}_media_player", config_entry=entry),
+        registry.async_get_or_create("media_player", DOMAIN, "something_else", config_entry=entry),
+        registry.async_get_or_create("media_player", DOMAIN, f"cast2mqtt_{TV_ID}_volume", config_entry=entry),
+    ]
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.minor_version == 2
+    for other in others:
+        assert registry.async_get(other.entity_id).unique_id == other.unique_id  # type: ignore[union-attr]
+
+
+async def test_only_a_device_the_bridge_no_longer_lists_can_be_deleted(hass: HomeAssistant, mqtt_mock) -> None:
+    from homeassistant.helpers import device_registry as dr
+
+    from custom_components.cast2mqtt import async_remove_config_entry_device
+    from custom_components.cast2mqtt.const import device_identifier
+
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    publish_bridge(hass)
+    await hass.async_block_till_done()
+    devices = dr.async_get(hass)
+    listed = devices.async_get_or_create(config_entry_id=entry.entry_id, identifiers={device_identifier(TV_ID)})
+    gone = devices.async_get_or_create(config_entry_id=entry.entry_id, identifiers={device_identifier("f" * 32)})
+    assert not await async_remove_config_entry_device(hass, entry, listed)
+    assert await async_remove_config_entry_device(hass, entry, gone)

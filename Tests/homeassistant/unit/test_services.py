@@ -128,3 +128,16 @@ async def test_the_platform_entity_service_api_is_used_where_it_exists(
     await until_published(mqtt_mock, "/living_room_tv/command/transfer")
     answer(hass, mqtt_mock, data={"from": "living_room_tv", "to": "kitchen", "position": 1.0})
     assert await task == {TV: {"from": "living_room_tv", "to": "kitchen", "position": 1.0}}
+
+
+@pytest.mark.parametrize(("action", "data"), [
+    ("launch", {"app_id": "not an id!"}),
+    ("send_message", {"namespace": "urn:x-cast:", "data": "x"}),
+    ("send_message", {"namespace": "com.example", "data": "x"}),
+])
+async def test_bad_fields_are_refused_before_anything_is_sent(hass: HomeAssistant, mqtt_mock, loaded,
+                                                              action: str, data: dict[str, str]) -> None:
+    import voluptuous as vol
+
+    with pytest.raises(vol.Invalid):
+        await hass.services.async_call("cast2mqtt", action, {"entity_id": TV, **data}, blocking=True)
