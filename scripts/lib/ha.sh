@@ -35,6 +35,20 @@ ha_test_plugin() {
   esac
 }
 
+# The type checker for `mypy --strict` of the integration (mypy.ini), in the newest venv only:
+# it reads Home Assistant's own type hints there. Pinned: a new mypy finds new things.
+HA_MYPY="mypy==1.15.0"
+
+# Installs the development tools into a venv that lacks them (a venv installed before they were
+# added too); returns non-zero when pip fails.
+ensure_ha_dev_tools() {
+  local venv
+  venv=$(ha_venv "${1:-$HA_VERSION}")
+  "$venv/bin/python" -c 'import mypy' 2>/dev/null && return 0
+  echo "==> installing $HA_MYPY into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$HA_MYPY"
+}
+
 ha_extra_pins() {
   case "$1" in
     2024.11.3) echo "josepy<2" ;;
@@ -87,6 +101,9 @@ ensure_home_assistant() {
     "${pip[@]}" -c "$constraints" -r "$requirements" "$plugin" $pins || { rm -f "$requirements"; exit 1; }
     rm -f "$requirements"
     "$venv/bin/python" -c "import homeassistant.bootstrap, pytest_homeassistant_custom_component" || exit 1
+    if [ "$version" = "$HA_VERSION" ]; then
+      "${pip[@]}" "$HA_MYPY" || exit 1
+    fi
     echo "==> Home Assistant $version installed in $(( $(date +%s) - started )) s"
     touch "$venv/.complete"
   ) 9>"$venv.lock"
