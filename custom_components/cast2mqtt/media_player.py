@@ -197,7 +197,12 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         self.async_on_remove(self._bridge.async_listen_device(self._device_id, self._changed))
         registry = players(self.hass)
         registry[self.entity_id] = self
-        self.async_on_remove(lambda: registry.pop(self.entity_id, None))
+
+        @callback
+        def forget() -> None:
+            registry.pop(self.entity_id, None)
+
+        self.async_on_remove(forget)
         # A group that lists this device among its members can name its player now.
         for player in list(registry.values()):
             if player is not self and player.bridge is self._bridge and self._device_id in player.member_ids:
