@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// An MQTT client on libmosquitto, driven by its own poll() thread (see docs/mqtt.md).
 ///
@@ -7,7 +8,7 @@ import Logging
 /// thread or task, before or after the connection is up.
 public final class MosquittoClient: MQTTClientProtocol, Sendable {
     private let connection: MosquittoConnection
-    private let lifecycle = Locked(Lifecycle())
+    private let lifecycle = Mutex(Lifecycle())
 
     private struct Lifecycle {
         var started = false
@@ -103,13 +104,8 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
             connection.shared.withLock { $0.trackCompletions = true }
             do {
                 let mid = try connection.publish(finalMessage)
-                let deadline = clock.now.advanced(by: .seconds(5))
-                while clock.now < deadline {
-                    let (done, connected) = connection.shared.withLock {
-                        ($0.completedMids.contains(mid), $0.connected)
-                    }
-                    if done || !connected { break }
-                    try? await Task.sleep(for: .milliseconds(5))
+                _ = await connection.waitForShared(until: clock.now.advanced(by: .seconds(5))) {
+                    $0.completedMids.contains(mid) || !$0.connected
                 }
             } catch {
                 connection.logger.warning("could not publish the final message: \(error)")
@@ -117,11 +113,8 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
         }
         connection.requestStop()
         if wasStarted {
-            let deadline = clock.now.advanced(by: .seconds(5))
-            while clock.now < deadline, connection.shared.withLock({ $0.threadRunning }) {
-                try? await Task.sleep(for: .milliseconds(5))
-            }
-            if connection.shared.withLock({ $0.threadRunning }) {
+            let stopped = await connection.waitForShared(until: clock.now.advanced(by: .seconds(5))) { !$0.threadRunning }
+            if !stopped {
                 connection.logger.warning("MQTT network thread did not stop within 5 s")
             }
         }

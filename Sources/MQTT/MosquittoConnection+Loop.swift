@@ -28,7 +28,7 @@ extension MosquittoConnection {
             }, context)
         guard rc == 0 else {
             Unmanaged<MosquittoConnection>.fromOpaque(context).release()
-            shared.withLock { $0.threadRunning = false }
+            changeShared { $0.threadRunning = false }
             throw MQTTError(returnCode: MOSQ_ERR_ERRNO.rawValue, operation: "start MQTT network thread", errno: rc)
         }
         pthread_detach(thread)
@@ -261,7 +261,7 @@ extension MosquittoConnection {
             established = false
             reportShutdown()
         }
-        shared.withLock { s in
+        changeShared { s in
             s.connected = false
             s.socket = -1
             s.threadRunning = false
@@ -290,7 +290,7 @@ extension MosquittoConnection {
         established = false
         let error = endOfAttemptError(afterLoopCode: lastRC)
         let why = error.message
-        shared.withLock { s in
+        changeShared { s in
             s.connected = false
             s.socket = -1
             s.lastError = error

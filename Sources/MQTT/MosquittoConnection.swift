@@ -1,6 +1,7 @@
 import CMosquitto
 import Logging
 import StageTrace
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -67,8 +68,49 @@ final class MosquittoConnection: @unchecked Sendable {
         var lastLibraryError: String?
         /// libmosquitto's log callback is set (`libraryLogging`).
         var libraryLogOn = false
+        /// Tasks waiting for the network thread to change `connected`, `completedMids` or
+        /// `threadRunning` (shutdown); resumed by `changeShared`.
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    let shared = Locked(Shared())
+    let shared = Mutex(Shared())
+
+    /// Changes `shared` and resumes every task waiting for a change of it (outside the lock).
+    func changeShared(_ body: (inout Shared) -> Void) {
+        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Never>] in
+            body(&s)
+            guard !s.waiters.isEmpty else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Resumes every waiting task without a change (their deadline passed: they look again).
+    func wakeWaiters() { changeShared { _ in } }
+
+    /// Waits until `done` holds for the shared state, rechecking after every change the network
+    /// thread makes; false when `deadline` passes first. No polling: the thread resumes us.
+    func waitForShared(until deadline: ContinuousClock.Instant, _ done: (Shared) -> Bool) async -> Bool {
+        let clock = ContinuousClock()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline, clock: clock)
+            self?.wakeWaiters()
+        }
+        defer { timer.cancel() }
+        while true {
+            let met = shared.withLock { done($0) }
+            if met { return true }
+            if clock.now >= deadline { return false }
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let registered = shared.withLock { s -> Bool in
+                    guard !done(s), clock.now < deadline else { return false }
+                    s.waiters.append(waiter)
+                    return true
+                }
+                if !registered { waiter.resume() }
+            }
+        }
+    }
 
     // Under io.
     var refusal: MQTTError?
@@ -260,7 +302,7 @@ final class MosquittoConnection: @unchecked Sendable {
 
     func didDisconnect(rc: Int32) {
         disconnectCode = rc
-        shared.withLock { $0.connected = false }
+        changeShared { $0.connected = false }
     }
 
     func didReceive(_ message: mosquitto_message, properties: OpaquePointer?) {
@@ -302,7 +344,7 @@ final class MosquittoConnection: @unchecked Sendable {
             let text = mosquitto_reason_string(reasonCode).map { String(cString: $0) } ?? "\(reasonCode)"
             logger.warning("broker rejected a publication: \(text)")
         }
-        shared.withLock { s in
+        changeShared { s in
             if s.trackCompletions { s.completedMids.insert(mid) }
         }
     }

@@ -6,9 +6,10 @@ import Musl
 import Darwin
 #endif
 
-/// A pthread mutex, for `Locked` and for the connection's `io` lock, which the network thread
-/// holds across its loop (released only around its waits) and publishers take with `tryLock`:
-/// that is why this is a lock/unlock type and not only a closure-scoped one.
+/// A pthread mutex for the connection's `io` lock, which the network thread holds across its loop
+/// (released only around its waits) and publishers take with `tryLock`: that is why this is a
+/// lock/unlock type and not a closure-scoped one like `Mutex`, which guards every other value
+/// in this module.
 final class PthreadMutex: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
@@ -27,18 +28,4 @@ final class PthreadMutex: @unchecked Sendable {
     func unlock() { pthread_mutex_unlock(mutex) }
     /// True when the mutex was free and is now held by the caller.
     func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
-}
-
-/// A value behind a pthread mutex. Never call into libmosquitto while holding it.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let mutex = PthreadMutex()
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        mutex.lock()
-        defer { mutex.unlock() }
-        return try body(&value)
-    }
 }
