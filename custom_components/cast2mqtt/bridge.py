@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 import json
 import logging
 from typing import Any
@@ -508,16 +508,16 @@ class Bridge:
     ) -> dict[str, Any]:
         """Send one command in its JSON form and wait for the bridge's one response.
 
-        The command carries `"expires": deadline`, seconds the bridge counts from when it got the
-        command by its own clock (so a bridge whose clock is off keeps it): a bridge that has not
-        sent it to the device by then answers `timeout` and never sends it. Home Assistant waits for `deadline`
+        The command carries `"expires"`, `deadline` from now on the bridge's clock (see
+        `_expires`): a bridge that has not sent it to the device by then answers `timeout` and
+        never sends it. Home Assistant waits for `deadline`
         plus the time a command started just before it needs (RESPONSE_GRACE) plus `wait_extra`
         (a command that answers late on purpose, e.g. `announce` with `wait`), so once it reports
         a timeout the command can no longer run. Returns the response's `data`; raises
         `CommandError` with the bridge's error code and message, or when no answer came.
         """
         for attempt in range(len(OPTIONAL_KEYS) + 1):
-            payload = {"expires": round(deadline, 3), **(body or {})}
+            payload = {"expires": self._expires(deadline), **(body or {})}
             for key in self.unsupported_keys:
                 payload.pop(key, None)
             response = await self._exchange(device, command, payload, deadline + RESPONSE_GRACE + wait_extra)
@@ -531,6 +531,15 @@ class Bridge:
             self.unsupported_keys.add(refused)
             repairs.async_update_too_old(self.hass, self.base, self.version, self.unsupported_keys)
         return _result(device, command, response)
+
+    def _expires(self, deadline: float) -> str | float:
+        """The deadline on the bridge's clock: Home Assistant's time plus the measured skew plus
+        `deadline`, so a command that reaches the bridge late (a bridge that was stopped, a
+        broker delivering a backlog) is still refused. Until the skew is measured: `deadline`
+        seconds, which the bridge counts from when it receives the command."""
+        if self.clock.seconds is None:
+            return round(deadline, 3)
+        return rfc3339(self.clock.to_bridge(dt_util.utcnow()) + timedelta(seconds=deadline))
 
     async def async_command_text(self, device: DeviceInfoRecord, command: str, text: str) -> dict[str, Any]:
         """Send the short form of a command (for what only it can say, such as a relative

@@ -6,10 +6,10 @@ changed). Retained replays and republished documents carry the time of an older 
 read as a clock far behind, so the caller only offers fresh ones, and the estimate is the median
 of the last samples (one late message among them does not move it).
 
-Commands do not depend on it: their deadline is relative (`"expires": <seconds>`), read by the
-bridge against its own clock. It corrects the times the bridge stamps that Home Assistant reads
-against its own (a media position's `position_updated_at`), and a skew beyond
-`CLOCK_SKEW_LIMIT` raises a repair issue.
+It puts a command's deadline (`"expires"`) on the bridge's clock (until it is measured, the
+deadline is relative: seconds the bridge counts from when it receives the command), corrects the
+times the bridge stamps that Home Assistant reads against its own (a media position's
+`position_updated_at`), and a skew beyond `CLOCK_SKEW_LIMIT` raises a repair issue.
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ class ClockSkew:
         if skew is None or abs(skew) < CLOCK_CORRECTION_MIN:
             return bridge_time
         return bridge_time - timedelta(seconds=skew)
+
+    def to_bridge(self, local_time: datetime) -> datetime:
+        """A time on Home Assistant's clock, on the bridge's."""
+        skew = self.seconds
+        if skew is None or abs(skew) < CLOCK_CORRECTION_MIN:
+            return local_time
+        return local_time + timedelta(seconds=skew)
 
     def clear(self) -> None:
         self._samples.clear()

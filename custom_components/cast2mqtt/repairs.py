@@ -22,13 +22,13 @@ ISSUE_KINDS: Final = (ISSUE_BRIDGE_TOO_OLD, ISSUE_BRIDGE_OFFLINE, ISSUE_CLOCK_SK
 # a restart or an upgrade of the bridge takes, short enough that a dead bridge is noticed the
 # same day.
 BRIDGE_OFFLINE_MINUTES: Final = 10
-# A clock further off than this gets an issue. Commands do not depend on the clocks (their
-# deadline is relative) and media positions are corrected, but everything else that reads the
+# A clock further off than this gets an issue. The integration corrects for it (deadlines are put
+# on the bridge's clock, media positions on Home Assistant's), but everything else that reads the
 # bridge's times (its own Home Assistant entities' timestamps, logs, other MQTT clients) is off.
 CLOCK_SKEW_LIMIT: Final = 30.0
 
 # What the integration uses, and the first bridge version that has it. The contract's
-# `expires` (relative deadlines, seconds from now) and announce's `wait` came with 0.1.0, the
+# `expires` (deadlines, an RFC 3339 time or seconds from now) and announce's `wait` came with 0.1.0, the
 # first version that reports a version in bridge/info. A bridge that refuses one of these keys
 # (an older build that reports no usable version) raises the issue too.
 # The issue names the contract's keys (language-neutral); docs/home-assistant.md says what each does.

@@ -93,7 +93,10 @@ async def _skewed_bridge(hass: HomeAssistant, mqtt_mock: Any, loaded: MockConfig
     task = hass.async_create_task(hass.services.async_call("media_player", "media_pause", {"entity_id": TV},
                                                            blocking=True))
     command = json.loads((await until_published(mqtt_mock, "/living_room_tv/command/pause"))[-1])
-    assert command["expires"] == 10.0
+    # On the bridge's clock: 10 s from now by the bridge's time.
+    expires = dt_util.parse_datetime(command["expires"])
+    assert expires is not None
+    assert abs((expires - (dt_util.utcnow() + offset + timedelta(seconds=10))).total_seconds()) < 3
     answer(hass, mqtt_mock)
     await task
 
@@ -118,6 +121,29 @@ async def _skewed_bridge(hass: HomeAssistant, mqtt_mock: Any, loaded: MockConfig
     await hass.async_block_till_done()
     assert registry.async_get_issue("cast2mqtt", ISSUE) is None
     assert abs(bridge_of(loaded).clock.seconds or 0.0) < 5
+
+
+async def test_until_the_clock_is_measured_the_deadline_is_relative(
+        hass: HomeAssistant, mqtt_mock, loaded: MockConfigEntry) -> None:
+    bridge = bridge_of(loaded)
+    assert bridge.clock.seconds is None
+    task = hass.async_create_task(hass.services.async_call("media_player", "media_pause", {"entity_id": TV},
+                                                           blocking=True))
+    command = json.loads((await until_published(mqtt_mock, "/living_room_tv/command/pause"))[-1])
+    assert command["expires"] == 10.0  # seconds the bridge counts from when it receives it
+    answer(hass, mqtt_mock)
+    await task
+    # Measured within jitter: Home Assistant's time as it is.
+    changes(hass, timedelta(milliseconds=300))
+    await hass.async_block_till_done()
+    task = hass.async_create_task(hass.services.async_call("media_player", "media_play", {"entity_id": TV},
+                                                           blocking=True))
+    command = json.loads((await until_published(mqtt_mock, "/living_room_tv/command/play"))[-1])
+    expires = dt_util.parse_datetime(command["expires"])
+    assert expires is not None and command["expires"].endswith("Z")
+    assert abs((expires - (dt_util.utcnow() + timedelta(seconds=10))).total_seconds()) < 2
+    answer(hass, mqtt_mock)
+    await task
 
 
 async def test_retained_and_unchanged_documents_are_not_samples(
