@@ -14,7 +14,9 @@ Each entity the integration disabled carries a mark in its registry options (und
 with the entry's id): that mark tells "disabled by us" from "disabled by the user or another
 integration", and "enabled by the user after we disabled it" from "never handled". Turning the
 option off, disabling a device's media player, or removing the entry enables again what the
-integration disabled and drops the marks.
+integration disabled and drops the marks. When the bridge forgets a device, the entities the
+integration disabled are removed from the registry (Home Assistant's MQTT integration removes only
+the enabled ones, through their entity objects).
 """
 
 from __future__ import annotations
@@ -146,6 +148,20 @@ class DuplicateControls:
             _restore(self.registry, registry_entry)
 
     @callback
+    def async_forget(self, device_id: str) -> None:
+        """The bridge forgot the device and cleared its discovery config. Home Assistant's MQTT
+        integration removes the registry entries of the device's entities through the entity
+        objects, and a disabled entity has none: the ones this entry disabled are removed here,
+        or they would stay in the registry for good."""
+        for obj, platform in DUPLICATE_OBJECTS.items():
+            entity_id = self.registry.async_get_entity_id(platform, "mqtt", mqtt_unique_id(device_id, obj))
+            registry_entry = self.registry.async_get(entity_id) if entity_id else None
+            if (registry_entry is not None and _mark_of(registry_entry) == self.entry.entry_id
+                    and registry_entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION):
+                self.registry.async_remove(registry_entry.entity_id)
+                _LOGGER.info("%s removed: the bridge forgot its device", registry_entry.entity_id)
+
+    @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Applies the option now and to every entity registered or changed later; returns the
         function that stops it."""
@@ -218,9 +234,11 @@ def async_setup(hass: HomeAssistant, entry: ConfigEntry, bridge: Bridge) -> None
     entry.async_on_unload(controls.async_start())
 
     @callback
-    def devices_changed(added: list[str], _removed: list[str]) -> None:
+    def devices_changed(added: list[str], removed: list[str]) -> None:
         if added:
             controls.async_apply(added)
+        for device_id in removed:
+            controls.async_forget(device_id)
 
     entry.async_on_unload(bridge.async_listen_devices(devices_changed))
 

@@ -225,3 +225,25 @@ def test_the_option_defaults_to_on(value: object) -> None:
     assert hide_duplicates(make_entry(options={"hide_duplicates": value})) is True
     assert hide_duplicates(make_entry()) is True
     assert hide_duplicates(make_entry(options={"hide_duplicates": False})) is False
+
+
+async def test_a_forgotten_device_takes_its_disabled_entities_along(hass: HomeAssistant, mqtt_mock) -> None:
+    """The bridge's `device_removed` event: the entities the entry disabled leave the registry
+    (MQTT removes only enabled ones); user-enabled and kept ones are MQTT's to remove; another
+    device's stay."""
+    import json
+
+    from pytest_homeassistant_custom_component.common import async_fire_mqtt_message
+
+    await loaded_entry(hass)
+    tv, speaker = register(hass, TV_ID), register(hass, SPEAKER_ID)
+    await hass.async_block_till_done()
+    registry = er.async_get(hass)
+    registry.async_update_entity(tv["volume"], disabled_by=None)  # the user wants this one
+    registry.async_update_entity(tv["mute"], disabled_by=er.RegistryEntryDisabler.USER)
+    await hass.async_block_till_done()
+    async_fire_mqtt_message(hass, "cast2mqtt/bridge/event", json.dumps({"type": "device_removed", "id": TV_ID}))
+    await hass.async_block_till_done()
+    left = {obj for obj, entity_id in tv.items() if registry.async_get(entity_id) is not None}
+    assert left == KEPT_OBJECTS | {"volume", "mute"}
+    assert_hidden(hass, speaker)
