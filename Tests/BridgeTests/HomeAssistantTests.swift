@@ -84,7 +84,7 @@ import Testing
         #expect(out.publications.filter { $0.topic.hasPrefix("homeassistant/") }.count == Self.deviceObjects.count)
     }
 
-    @Test func noNullAnywhereAndTheModelOnlyOnceKnown() throws {
+    @Test func noNullAnywhereAndModelAndManufacturerOnlyOnceKnown() throws {
         for mode in ["device", "per_entity"] {
             var h = Harness { $0.homeassistant.discovery = mode }
             var bare = speakerDescriptor()
@@ -100,14 +100,25 @@ import Testing
                 if p.topic.contains(speakerID) {
                     let device = try #require(doc["device"]?.objectValue)
                     #expect(device["model"] == nil)
-                    #expect(device["manufacturer"] == .string("Google Inc."))
+                    #expect(device["manufacturer"] == nil)
+                    #expect(device["sw_version"] == nil)
                 }
             }
             var known = bare
             known.model = "Google Home"
+            known.manufacturer = "Google Inc."
             let updated = h.feed(.deviceUpdated(known))
             let doc = try #require(updated.publications.last { $0.topic.contains("cast2mqtt_\(speakerID)") }.flatMap { JSONOutput.parse($0.payload) })
             #expect(doc["device"]?["model"] == .string("Google Home"))
+            #expect(doc["device"]?["manufacturer"] == .string("Google Inc."))
+            // Another maker's Cast device is not called a Google one.
+            var other = known
+            other.model = "BRAVIA 4K GB"
+            other.manufacturer = "Sony"
+            let sony = h.feed(.deviceUpdated(other))
+            let sonyDoc = try #require(sony.publications.last { $0.topic.contains("cast2mqtt_\(speakerID)") }.flatMap { JSONOutput.parse($0.payload) })
+            #expect(sonyDoc["device"]?["manufacturer"] == .string("Sony"))
+            #expect(sonyDoc["device"]?["model"] == .string("BRAVIA 4K GB"))
         }
     }
 

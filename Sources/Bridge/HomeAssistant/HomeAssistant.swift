@@ -174,15 +174,20 @@ extension BridgeCore {
 
     static func node(_ id: DeviceID) -> String { "cast2mqtt_\(id)" }
 
+    /// A Cast device's Home Assistant device. The integration's media player names the same
+    /// device (identifier `cast2mqtt_<id>` under the MQTT domain) and gives the same name and
+    /// model. Model and manufacturer are left out until the device (its mDNS record or its
+    /// `eureka_info`) says them: never a guess, never null.
     func haDeviceBlock(_ d: DeviceRecord) -> JSONValue {
         var block: [String: JSONValue] = [
             "identifiers": .array([.string(Self.node(d.id))]),
             "name": .string(d.descriptor.friendlyName),
-            "manufacturer": .string(d.descriptor.manufacturer ?? "Google Inc."),
             "via_device": .string(bridgeNode),
         ]
-        // Left out until the device (or its mDNS record) says which model it is.
         if let model = d.descriptor.model, !model.isEmpty { block["model"] = .string(model) }
+        if let manufacturer = d.descriptor.manufacturer, !manufacturer.isEmpty {
+            block["manufacturer"] = .string(manufacturer)
+        }
         return .object(block)
     }
 
