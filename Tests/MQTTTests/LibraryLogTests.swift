@@ -26,16 +26,16 @@ import TestSupport
         defer { broker.stop() }
         let (client, recorder) = try client(broker.url, level: .info)
         // No broker yet: the attempts read libmosquitto's log.
-        #expect(await waitUntil(timeout: .seconds(30)) { client.readsLibraryLog })
+        #expect(await waitUntil { client.readsLibraryLog })
         try broker.start()
-        #expect(await waitUntil(timeout: .seconds(10)) { recorder.connectedCount == 1 })
+        #expect(await waitUntil { recorder.connectedCount == 1 })
         #expect(!client.readsLibraryLog)
         // Lost and reconnecting: read again while connecting, dropped once back.
         broker.stop()
-        #expect(await waitUntil(timeout: .seconds(10)) { recorder.disconnectReasons.count >= 1 })
-        #expect(await waitUntil(timeout: .seconds(30)) { client.readsLibraryLog })
+        #expect(await waitUntil { recorder.disconnectReasons.count >= 1 })
+        #expect(await waitUntil { client.readsLibraryLog })
         try broker.start()
-        #expect(await waitUntil(timeout: .seconds(10)) { recorder.connectedCount == 2 })
+        #expect(await waitUntil { recorder.connectedCount == 2 })
         #expect(!client.readsLibraryLog)
         await client.shutdown(finalMessage: nil)
     }
@@ -45,7 +45,7 @@ import TestSupport
         let broker = try MosquittoBroker()
         defer { broker.stop() }
         let (client, recorder) = try client(broker.url, level: .trace)
-        #expect(await waitUntil(timeout: .seconds(10)) { recorder.connectedCount == 1 })
+        #expect(await waitUntil { recorder.connectedCount == 1 })
         #expect(client.readsLibraryLog)
         await client.shutdown(finalMessage: nil)
     }

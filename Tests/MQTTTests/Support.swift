@@ -61,12 +61,12 @@ final class EventRecorder: @unchecked Sendable {
     }
 
     /// Waits (bounded) until `count` connected events were seen.
-    func waitConnected(count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
+    func waitConnected(count: Int = 1, timeout: Duration = .seconds(30)) async -> Bool {
         await waitUntil(timeout: timeout) { self.connectedCount >= count }
     }
 
     /// Waits (bounded) for a message on `topic` and returns the first one.
-    func waitMessage(on topic: String, timeout: Duration = .seconds(10)) async -> MQTTMessage? {
+    func waitMessage(on topic: String, timeout: Duration = .seconds(30)) async -> MQTTMessage? {
         _ = await waitUntil(timeout: timeout) { self.messages.contains { $0.topic == topic } }
         return messages.first { $0.topic == topic }
     }
@@ -82,15 +82,51 @@ func uniqueID(_ prefix: String) -> String {
     "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
 }
 
+/// Keeps every line a client logs, for tests that check what the client said (the wait before
+/// the next attempt, libmosquitto's packet log at trace, a shutdown that timed out).
+final class RecordingLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    struct Handler: LogHandler {
+        let log: RecordingLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { log.append("\(event.message)") }
+    }
+
+    static func logger(level: Logger.Level = .info) -> (Logger, RecordingLog) {
+        let log = RecordingLog()
+        return (Logger(label: "mqtt-test") { _ in Handler(log: log, logLevel: level) }, log)
+    }
+
+    private func append(_ line: String) { lock.withLock { lines.append(line) } }
+
+    var messages: [String] { lock.withLock { lines } }
+
+    func count(containing text: String) -> Int { messages.filter { $0.contains(text) }.count }
+
+    /// The waits the client announced after failed or refused attempts ("…; retrying in 0.2
+    /// seconds"), in order, as it wrote them.
+    var retryDelays: [String] {
+        messages.compactMap { line in line.range(of: "retrying in ").map { String(line[$0.upperBound...]) } }
+    }
+}
+
 /// A started client plus its recorder.
 func startClient(
-    _ url: String, id: String = uniqueID("c"), _ configure: (inout MQTTConfiguration) -> Void = { _ in }
+    _ url: String, id: String = uniqueID("c"), logger: Logger = testLogger,
+    _ configure: (inout MQTTConfiguration) -> Void = { _ in }
 ) throws -> (MosquittoClient, EventRecorder) {
     var configuration = MQTTConfiguration(url: url, clientID: id)
     configuration.reconnectInitial = .milliseconds(200)
     configuration.reconnectMax = .seconds(2)
     configure(&configuration)
-    let client = try MosquittoClient(configuration: configuration, logger: testLogger)
+    let client = try MosquittoClient(configuration: configuration, logger: logger)
     let recorder = EventRecorder(client)
     try client.start()
     return (client, recorder)
@@ -190,7 +226,12 @@ final class SilentListener {
                 }
             }
         }
-        usleep(100_000)
+        // Until the first queued connection is established (the queue is then full); the
+        // kernel drops the later ones' SYNs.
+        if descriptors.count > 1 {
+            var ready = pollfd(fd: descriptors[1], events: Int16(POLLOUT), revents: 0)
+            _ = poll(&ready, 1, 30_000)
+        }
     }
 
     deinit {

@@ -74,9 +74,12 @@ public enum FreePort {
     }
 }
 
-/// Polls `condition` every `interval` until it holds or `timeout` passes. Bounded in time.
+/// Polls `condition` every `interval` until it holds or `timeout` passes: the one polling loop
+/// of the tests, which wait for a fact (a message, a counter, a state) and not for time. The
+/// bound is generous (30 s): it only matters when the fact never comes, and then the caller's
+/// `#expect` on the result fails.
 public func waitUntil(
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(30),
     interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
