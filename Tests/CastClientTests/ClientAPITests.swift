@@ -65,7 +65,7 @@ struct ClientAPITests {
             #expect(muted.volume?.muted == true)
 
             status = try await h.client.media { .stop(mediaSessionId: $0) }
-            #expect(status == nil || status?.playerState == "IDLE")
+            #expect(status?.playerState == "IDLE")
             let stopped = try await h.client.stopRunningApp()
             #expect(stopped.activeApp == nil)
 
@@ -212,14 +212,17 @@ struct ClientAPITests {
         try await withHarness { h in
             try await h.connect()
             await h.log.clear()
+            @Sendable func status(at level: Double) -> @Sendable (ClientTransition) -> Bool {
+                { if case .receiverStatus(let s) = $0 { abs((s.volume?.level ?? 0) - level) < 0.001 } else { false } }
+            }
             await h.device.setVolumeRemotely(level: 0.7)
-            #expect(await h.log.wait {
-                if case .receiverStatus(let s) = $0 { return abs((s.volume?.level ?? 0) - 0.7) < 0.001 }
-                return false
-            })
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await h.log.wait(status(at: 0.7)))
+            // A later change on the same connection: a second status for 0.7 would come before it.
+            await h.device.setVolumeRemotely(level: 0.3)
+            #expect(await h.log.wait(status(at: 0.3)))
+            #expect(await h.log.count(where: status(at: 0.7)) == 1)
             let statuses = await h.log.count { if case .receiverStatus = $0 { return true } else { return false } }
-            #expect(statuses == 1)
+            #expect(statuses == 2)
         }
     }
 }

@@ -136,7 +136,7 @@ struct RecoveryTests {
                                           configuration: config, eventLoop: Harness.group.next(), logger: logger)
         let log = EventLog(client.events)
         client.start()
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await waitUntil { blackHole.hasPendingConnection }, "the client never connected to the black hole")
         // The device "moves" while the first handshake hangs: only a handshake deadline gets the
         // client out of the stalled attempt and on to the new address.
         client.update(address: CastDeviceAddress(host: "127.0.0.1", port: device.port))
@@ -156,7 +156,9 @@ struct RecoveryTests {
             // The client joins the running app once, is refused (CLOSE from the transport), asks
             // the platform what runs, sees the same session, and leaves it alone.
             #expect(await h.log.wait { $0 == .mediaStatus([]) }, "the refused session's media is gone")
-            try await Task.sleep(for: .milliseconds(800))
+            // Receiver-status round trips after the refusal: a CONNECT the client decided on from
+            // what it learnt went out before the later ones, so the device has it by the last reply.
+            for _ in 0..<3 { _ = try await h.client.requests.getReceiverStatus().get() }
             let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
             let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")
                 .filter { $0.destinationID == transport }.count
@@ -181,11 +183,7 @@ struct RecoveryTests {
     }
 
     private func waitUntilReceived(_ device: SimulatedDevice) async -> Bool {
-        for _ in 0..<200 {
-            if !device.received(namespace: CastNamespace.connection, type: "CONNECT").isEmpty { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        await waitUntil { !device.received(namespace: CastNamespace.connection, type: "CONNECT").isEmpty }
     }
 }
 
@@ -198,8 +196,10 @@ extension Harness {
                                           configuration: .fast, eventLoop: group.next(), logger: logger)
         let log = EventLog(client.events)
         client.start()
-        _ = await log.wait { $0.isConnected }
-        _ = await log.wait { $0.startedApp != nil }
+        let connected = await log.wait { $0.isConnected }
+        try #require(connected, "the second client did not connect")
+        let joined = await log.wait { $0.startedApp != nil }
+        try #require(joined, "the second client did not see the running app")
         return client
     }
 }
@@ -228,6 +228,12 @@ final class ListeningSocket: Sendable {
         }
         self.fd = fd
         self.port = Int(UInt16(bigEndian: out.sin_port))
+    }
+
+    /// True when a connection waits in the accept queue (the listener is readable).
+    var hasPendingConnection: Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
     }
 
     func close() { _ = Glibc.close(fd) }

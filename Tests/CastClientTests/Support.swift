@@ -128,7 +128,8 @@ final class Harness: Sendable {
         client.start()
         let ok = await log.wait { $0.isConnected }
         try #require(ok, "client did not connect to the simulator")
-        _ = await log.wait { if case .receiverStatus = $0 { return true } else { return false } }
+        let answered = await log.wait { if case .receiverStatus = $0 { return true } else { return false } }
+        try #require(answered, "the device's receiver status did not arrive")
     }
 
     /// Launches the Default Media Receiver and loads a track, waiting until it plays.

@@ -231,7 +231,7 @@ struct HostileTests {
                 try await client.connectAndSync(requestId: 5)
                 let sent = await device.sendHostile([.numbers, .nulls])
                 #expect(sent > 100)
-                #expect(await waitUntil(timeout: .seconds(10)) { client.messages.count >= sent })
+                #expect(await waitUntil { client.messages.count >= sent })
                 #expect(device.counters.hostileMessagesSent == sent)
                 #expect(client.messages.contains { $0.namespace == SimulatedAppID.echoNamespace })
 
@@ -261,14 +261,20 @@ struct HostileTests {
                 try await client.connectAndSync()
                 await device.startHostile([.unknownTypes, .emptyValues], interval: .milliseconds(20))
                 #expect(await device.isHostile())
-                #expect(await waitUntil(timeout: .seconds(10)) {
+                #expect(await waitUntil {
                     client.messages.contains { $0.label(contains: "UNKNOWN") } && client.messages.contains { $0.payload.text?.contains(#""transportId":"""#) == true }
                 })
                 await device.behave()
                 #expect(!(await device.isHostile()))
                 let settled = device.counters.hostileMessagesSent
-                try await Task.sleep(for: .milliseconds(100))
+                // A round trip on the device's loop after behave(): the repeating task is gone,
+                // nothing hostile was sent in between, and nothing hostile came after the reply.
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":77}"#)
+                #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 77) != nil)
                 #expect(device.counters.hostileMessagesSent == settled)
+                let reply = client.messages.lastIndex { $0.payload.text?.contains(#""requestId":77"#) == true } ?? 0
+                let after = client.messages.dropFirst(reply + 1).filter { $0.namespace != CastNamespace.heartbeat }
+                #expect(after.isEmpty, "sent after the reply: \(after.map(\.namespace))")
 
                 await device.sendHostile([.invalidUTF8])
                 #expect(await waitUntil(timeout: .seconds(30)) { client.isClosed })

@@ -126,7 +126,9 @@ struct ReceiverTests {
 
                 // No requestId: ignored, like the reference receiver.
                 try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS"}"#)
-                try await Task.sleep(for: .milliseconds(150))
+                // A request after it is answered: an answer to the first would have come before.
+                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":5}"#)
+                #expect(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 5) != nil)
                 let unanswered = client.messages.filter {
                     $0.namespace == CastNamespace.receiver && $0.json?["requestId"] == nil
                 }
@@ -141,14 +143,14 @@ struct ReceiverTests {
         try await withSimulator([testDevice("TV")]) { sim in
             try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { client in
                 try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
-                let early = await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", timeout: .milliseconds(300))
-                #expect(early == nil)
                 // App endpoint: a second sender launches; the first talks to the app without CONNECT.
+                // (The launch is answered after an answer to #1 would have been.)
                 let app = try await client.launch("CC1AD845", requestId: 2)
+                #expect(!client.messages.contains { $0.json?["requestId"]?.intValue == 1 }, "answered without CONNECT")
+                #expect(sim.devices[0].received(namespace: CastNamespace.receiver, type: "GET_STATUS").first?.delivered == false)
                 let transport = try #require(app["transportId"]?.stringValue)
                 try await client.media(transport, #"{"type":"GET_STATUS","requestId":3}"#)
-                let media = await client.waitFor(timeout: .milliseconds(300)) { $0.namespace == CastNamespace.media }
-                #expect(media == nil)
+                #expect(await waitUntil { !sim.devices[0].received(namespace: CastNamespace.media).isEmpty })
                 let recorded = sim.devices[0].received(namespace: CastNamespace.media)
                 #expect(recorded.count == 1)
                 #expect(recorded.first?.delivered == false)
@@ -156,6 +158,8 @@ struct ReceiverTests {
                 try await client.media(transport, #"{"type":"GET_STATUS","requestId":4}"#)
                 let status = try #require(await client.waitFor(namespace: CastNamespace.media, type: "MEDIA_STATUS", requestId: 4))
                 #expect(status["status"]?.arrayValue?.isEmpty == true)
+                // The only media message is the answer to #4: #3 (sent before, without CONNECT) got none.
+                #expect(client.messages.filter { $0.namespace == CastNamespace.media }.count == 1)
             }
         }
     }

@@ -83,7 +83,7 @@ final class TestCastClient: Sendable {
     }
 
     /// The first received message matching `predicate`, waiting up to `timeout`.
-    func waitFor(timeout: Duration = .seconds(5),
+    func waitFor(timeout: Duration = .seconds(30),
                  _ predicate: @Sendable (CastMessage) -> Bool) async -> CastMessage? {
         var found: CastMessage?
         _ = await waitUntil(timeout: timeout, interval: .milliseconds(5)) {
@@ -94,7 +94,7 @@ final class TestCastClient: Sendable {
     }
 
     /// The first message of `type` on `namespace` (optionally with `requestId`).
-    func waitFor(namespace: String, type: String, requestId: Int? = nil, timeout: Duration = .seconds(5),
+    func waitFor(namespace: String, type: String, requestId: Int? = nil, timeout: Duration = .seconds(30),
                  where extra: @escaping @Sendable (JSONValue) -> Bool = { _ in true }) async -> JSONValue? {
         let message = await waitFor(timeout: timeout) { m in
             guard m.namespace == namespace, let json = m.json, json["type"]?.stringValue == type else { return false }
