@@ -23,8 +23,7 @@ public enum AvahiTestDaemon {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        waitUntilBlocking(timeout: .milliseconds(Int(timeout * 1000)), interval: .milliseconds(20)) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -92,6 +92,23 @@ public func waitUntil(
     return try await condition()
 }
 
+/// The blocking twin of `waitUntil`, for the synchronous helpers (a process that stops, a
+/// service that starts listening): polls `condition` every `interval` until it holds or
+/// `timeout` passes, and says whether it held.
+@discardableResult
+public func waitUntilBlocking(
+    timeout: Duration, interval: Duration = .milliseconds(10), _ condition: () -> Bool
+) -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    let pause = useconds_t(interval.components.seconds * 1_000_000 + interval.components.attoseconds / 1_000_000_000_000)
+    while clock.now < deadline {
+        if condition() { return true }
+        usleep(pause)
+    }
+    return condition()
+}
+
 /// Runs `body` with a resource and always closes it, awaited, also when the body fails: the
 /// structured set-up and tear-down of the test harnesses (nothing outlives the test).
 public func withClosing<Resource>(_ resource: Resource, close: (Resource) async -> Void,

@@ -65,14 +65,12 @@ public final class ManagedProcess: @unchecked Sendable {
         guard !already else { return }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        waitUntilBlocking(timeout: .milliseconds(Int(grace * 1000))) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             // Bounded: a process killed in an odd state (e.g. during a Swift backtrace) must not
             // hold the test forever; after 10 s it is left to the reaper.
-            let killDeadline = Date().addingTimeInterval(10)
-            while process.isRunning && Date() < killDeadline { usleep(10_000) }
+            waitUntilBlocking(timeout: .seconds(10)) { !process.isRunning }
         }
     }
 

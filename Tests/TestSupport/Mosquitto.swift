@@ -136,12 +136,9 @@ public final class MosquittoBroker: @unchecked Sendable {
         guard process == nil else { return }
         let child = try ManagedProcess("mosquitto", ["-c", configPath], logName: "mosquitto")
         process = child
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if !child.isRunning { break }
-            if FreePort.isListening(port) && (tlsPort == 0 || FreePort.isListening(tlsPort)) { return }
-            usleep(20_000)
-        }
+        let listening = { FreePort.isListening(self.port) && (self.tlsPort == 0 || FreePort.isListening(self.tlsPort)) }
+        waitUntilBlocking(timeout: .seconds(10), interval: .milliseconds(20)) { !child.isRunning || listening() }
+        if child.isRunning && listening() { return }
         let output = child.output
         child.stop()
         process = nil
@@ -196,11 +193,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
         // These helpers print a few lines at most, far below the pipe's buffer.
-        while process.isRunning && Date() < deadline {
-            usleep(10_000)
-        }
+        waitUntilBlocking(timeout: .seconds(30)) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

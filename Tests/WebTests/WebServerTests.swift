@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 @testable import Web
 
 /// One HTTP/1.1 exchange over a plain socket (`Connection: close`), bounded by a 10 s timeout. The
@@ -69,8 +70,7 @@ func withServer(token: String? = nil, metricsPublic: Bool = false, port: Int = 0
     let bound = NIOLockedValueBox<Int?>(nil)
     try await withThrowingTaskGroup(of: Void.self) { tasks in
         tasks.addTask { await server.run(group: group) { port in bound.withLockedValue { $0 = port } } }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while bound.withLockedValue({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await waitUntil(timeout: .seconds(60)) { bound.withLockedValue { $0 } != nil })
         let port = try #require(bound.withLockedValue { $0 }, "the server did not start")
         try await body(port, server, group)
         tasks.cancelAll()
@@ -200,9 +200,7 @@ let upgrade = ["Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-V
             var open: [Int32] = []
             defer { for fd in open { close(fd) } }
             for _ in 0..<2 { open.append(try await webSocket(port)) }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while server.hub.clientCount < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(server.hub.clientCount == 2)
+            #expect(await waitUntil { server.hub.clientCount == 2 })
             #expect(try await http(port, "GET", "/ws", headers: upgrade).status == 400, "a third page is refused")
         }
     }
