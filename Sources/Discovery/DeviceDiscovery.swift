@@ -78,6 +78,9 @@ public final class DeviceDiscovery: Sendable {
     }
 
     /// The devices announced so far (and not removed), by id.
+    /// True while a rescan's sweep has known instances it has not seen again (for tests).
+    package var awaitingSweep: Bool { state.withLock { $0.merger.awaitingSweep } }
+
     public var devices: [String: CastDeviceRecord] {
         state.withLock { $0.merger.devices }
     }

@@ -59,6 +59,8 @@ struct DeviceMerger: Sendable {
 
     /// The devices the consumer currently knows, by id.
     var devices: [String: CastDeviceRecord] { emitted }
+    /// True while a sweep after a rescan has instances it has not seen again yet (for tests).
+    var awaitingSweep: Bool { !stale.isEmpty }
 
     /// Announces the static devices (call once, first).
     mutating func start() -> [DiscoveryEvent] {

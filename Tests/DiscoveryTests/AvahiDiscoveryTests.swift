@@ -236,8 +236,10 @@ import TestSupport
         #expect(updated?.isUpdated == true, "events: \(recorder.events(for: id))")
         #expect(updated?.record?.busy == true)
 
+        // The rescan marks every known instance stale; the new sweep sees ours again (or, were
+        // it gone, removes it) before none awaits it.
         discovery.rescan()
-        try await Task.sleep(for: .seconds(2))
+        #expect(await waitUntil { !discovery.awaitingSweep }, "the rescan's sweep did not end")
         #expect(!recorder.hasRemoval(of: id), "events: \(recorder.events(for: id))")
         #expect(discovery.devices[id] != nil)
     }
@@ -254,19 +256,19 @@ import TestSupport
             for await _ in discovery.events { count += 1 }
             return count
         }
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await waitUntil { discovery.devices.count == 1 }, "the static device was not announced")
         discovery.stop()
         discovery.stop()
         #expect(await finished.value >= 1)
 
         // Dropped while browsing, without stop(): avahi is stopped off the poll thread, no hang,
         // and nothing (a callback's retained reference, the poll thread) keeps it alive.
-        var dropped: DeviceDiscovery? = DeviceDiscovery(configuration: DiscoveryConfiguration(interfaces: ["lo"]), logger: logger)
+        let (droppedLogger, droppedLog) = RecordingLogHandler.logger()
+        var dropped: DeviceDiscovery? = DeviceDiscovery(configuration: DiscoveryConfiguration(interfaces: ["lo"]), logger: droppedLogger)
         dropped?.start()
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await waitUntil { droppedLog.count(containing: "browsing _googlecast._tcp") == 1 }, "\(droppedLog.messages)")
         weak let released = dropped
-        #expect(released != nil)
         dropped = nil
-        #expect(await waitUntil(timeout: .seconds(30)) { released == nil }, "the dropped discovery was not released")
+        #expect(await waitUntil { released == nil }, "the dropped discovery was not released")
     }
 }

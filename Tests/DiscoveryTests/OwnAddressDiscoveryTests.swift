@@ -86,7 +86,7 @@ import TestSupport
             $0.deviceID == groupID && $0.record?.host == denAddress && $0.record?.serviceName == "Google-Cast-Group-\(groupID)-1"
         }
         #expect(moved != nil, "events: \(recorder.events(for: groupID))")
-        let settled = await waitUntil(timeout: .seconds(10)) {
+        let settled = await waitUntil {
             discovery.devices[groupID]?.host == denAddress
                 && discovery.devices[groupID]?.serviceName == "Google-Cast-Group-\(groupID)-1"
         }
@@ -109,7 +109,7 @@ import TestSupport
                                      ["--config", configPath, "--mdns", "--control-port", "0", "--heartbeat-interval", "0"],
                                      logName: "cast-sim-mdns")
         defer { sim.stop() }
-        let started = await waitUntil(timeout: .seconds(20)) { sim.output.contains("control_port") || !sim.isRunning }
+        let started = await waitUntil { sim.output.contains("control_port") || !sim.isRunning }
         let control = try #require(started ? Self.controlPort(sim.output) : nil, "cast-sim did not start: \(sim.output)")
 
         let (discovery, recorder) = discovery()
@@ -125,7 +125,7 @@ import TestSupport
 
         let moved = try await Self.post("http://127.0.0.1:\(control)/groups/\(groupID)/leader", body: "{}")
         #expect(moved.contains(denAddress), "control answer: \(moved)")
-        let followed = await waitUntil(timeout: .seconds(15)) {
+        let followed = await waitUntil {
             discovery.devices[groupID]?.host == denAddress && discovery.devices[groupID]?.port == group.port
         }
         #expect(followed, "events: \(recorder.events(for: groupID)); cast-sim: \(sim.output)")
