@@ -18,13 +18,13 @@ struct EndToEndAnnounceAndAdTests {
             #expect(r.status == "ok", "\(r)")
             let load = try #require(h.devices[0].received(namespace: CastNamespace.media, type: "LOAD").last?.json)
             #expect(load["media"]?["breaks"]?.arrayValue?.first?["breakClipIds"] != nil, "\(load)")
-            let media = await h.observer.waitJSON("cast2mqtt/living_room_tv/media") { !($0["break_status"]?.isNull ?? true) }
+            let media = await h.observer.waitJSON("cast2mqtt/living_room_tv/media") { $0["break_status"]?.isNull == false }
             #expect(media?["break_status"]?["break_id"]?.stringValue == "b1", "\(String(describing: media))")
             #expect(media?["video_info"] != nil)
             let skip = try await h.command("living_room_tv", "skip_ad", "")
             #expect(skip.status == "ok", "\(skip)")
             #expect(h.devices[0].received(namespace: CastNamespace.media, type: "SKIP_AD").count == 1)
-            #expect(await h.observer.waitJSON("cast2mqtt/living_room_tv/media") { $0["break_status"]?.isNull ?? true } != nil)
+            #expect(await h.observer.waitJSON("cast2mqtt/living_room_tv/media") { $0["break_status"]?.isNull == true } != nil)
         }
     }
 
@@ -44,13 +44,13 @@ struct EndToEndAnnounceAndAdTests {
             #expect(volumes.last.map { abs($0 - 0.7) < 0.001 } == true, "\(volumes)")
             // The clip ends: the bridge restores the song at its position and the volume.
             _ = await device.finishMedia()
-            #expect(await waitUntil(timeout: .seconds(15)) {
+            #expect(await waitUntil {
                 device.received(namespace: CastNamespace.media, type: "LOAD").last?.json?["media"]?["contentId"]?.stringValue
                     == "http://127.0.0.1/media/song.mp3"
             }, "previous media not restored; log:\n\(h.log.suffix(3000))")
             let restored = device.received(namespace: CastNamespace.media, type: "LOAD").last?.json
             #expect((restored?["currentTime"]?.doubleValue ?? 0) >= 49, "\(String(describing: restored))")
-            #expect(await waitUntil(timeout: .seconds(10)) {
+            #expect(await waitUntil {
                 let levels = device.received(namespace: CastNamespace.receiver, type: "SET_VOLUME").compactMap { $0.json?["volume"]?["level"]?.doubleValue }
                 return levels.last.map { abs($0 - 0.3) < 0.001 } ?? false
             })
@@ -76,7 +76,7 @@ struct EndToEndAnnounceAndAdTests {
             }
             try #require(playingB != nil, "B did not play; log:\n\(h.log.suffix(3000))")
             _ = await device.finishMedia()
-            #expect(await waitUntil(timeout: .seconds(30)) {
+            #expect(await waitUntil {
                 device.received(namespace: CastNamespace.media, type: "LOAD").last?.json?["media"]?["contentId"]?.stringValue
                     == "http://127.0.0.1/media/song.mp3"
             }, "the song was not restored; log:\n\(h.log.suffix(3000))")

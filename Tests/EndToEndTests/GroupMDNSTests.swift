@@ -57,7 +57,7 @@ struct EndToEndGroupMDNSTests {
                                       "--launch-latency-ms", "50"],
                                      logName: "cast-sim-groups")
         defer { sim.stop() }
-        let started = await waitUntil(timeout: .seconds(20)) { Self.controlPort(sim.output) != nil || !sim.isRunning }
+        let started = await waitUntil { Self.controlPort(sim.output) != nil || !sim.isRunning }
         let port = try #require(started ? Self.controlPort(sim.output) : nil, "cast-sim did not start: \(sim.output)")
         let control = "http://127.0.0.1:\(port)"
         let (kitchen, den, downstairs) = ("kitchen_\(tag)", "den_\(tag)", "downstairs_\(tag)")
@@ -69,7 +69,7 @@ struct EndToEndGroupMDNSTests {
             try await h.waitOnline([kitchen, den, downstairs])
             let listed = await h.observer.waitJSON(h.topic(downstairs, "members")) { $0.arrayValue?.count == 2 }
             try #require(listed != nil, "no members; daemon log:\n\(h.log.suffix(4000))")
-            let followed = await waitUntil(timeout: .seconds(20)) { h.log.contains("dynamic group Party \(tag)") }
+            let followed = await waitUntil { h.log.contains("dynamic group Party \(tag)") }
             #expect(followed, "the dynamic group was not followed; daemon log:\n\(h.log.suffix(4000))")
 
             // The dynamic group plays (playback moved to it from the kitchen): its members show it.

@@ -15,16 +15,13 @@ extension BridgeHarness {
     /// Sends `volume` with a fresh JSON id until it answers `ok` (a dropped connection may need
     /// a reconnect first) or `deadline` passes. Returns the last response.
     func volumeUntilOK(_ device: String, percent: Int, within deadline: Duration) async throws -> JSONValue? {
-        let clock = ContinuousClock()
-        let end = clock.now + deadline
         var last: JSONValue?
-        while clock.now < end {
+        _ = await waitUntil(timeout: deadline, interval: .milliseconds(300)) {
             last = await commandOrNil(device, "volume", Array(#"{"id":"recover-\#(UUID().uuidString.prefix(8))","percent":\#(percent)}"#.utf8),
                                       timeout: .seconds(8))
-            if last?.status == "ok" { return last }
-            try await Task.sleep(for: .milliseconds(300))
+            return last?.status == "ok"
         }
-        return last
+        return last  // the caller checks it
     }
 
     /// After the daemon died: a fresh one, online again (judged by a new `bridge/state` online,
@@ -32,16 +29,24 @@ extension BridgeHarness {
     func restartAfterCrash(_ context: String) async throws {
         let states = observer.messages(on: "cast2mqtt/bridge/state").count
         // Let it finish dying (a SIGTERM to a process that is printing its backtrace can hang).
-        _ = await waitUntil(timeout: .seconds(20)) { !(self.daemon?.isRunning ?? false) }
+        #expect(await waitUntil { !(self.daemon?.isRunning ?? false) }, "the dead daemon did not finish dying")
         let dead = try restartDaemon()
         let lines = dead.split(separator: "\n")
         let fatal = lines.first { $0.contains("Fatal error") } ?? "(no \"Fatal error\" line; the log ends: \(dead.suffix(1500)))"
         let before = lines.prefix { !$0.contains("Fatal error") }.suffix(6).joined(separator: "\n")
         Issue.record("the daemon died after \(context): \(fatal)\nits last log lines before that:\n\(before)")
-        _ = await waitUntil(timeout: .seconds(20)) {
+        #expect(await waitUntil {
             self.observer.messages(on: "cast2mqtt/bridge/state").dropFirst(states)
                 .contains { String(decoding: $0.payload, as: UTF8.self) == "online" }
-        }
+        }, "the restarted daemon did not come online")
+    }
+
+    /// A round trip through `device`'s connection: `refresh` is answered from the device's
+    /// reply, which the device sent after everything it sent before, so once it is answered
+    /// (or the daemon has died trying) the daemon has read all of that.
+    @discardableResult
+    func roundTrip(_ device: String) async -> JSONValue? {
+        await commandOrNil(device, "refresh", [], timeout: .seconds(30))
     }
 
     /// Every topic the bridge published: no MQTT wildcard or control character, and app
@@ -85,7 +90,7 @@ struct HostileDeviceTests {
                 }
                 let cpuAtStart = h.daemonPID.flatMap(ProcessStats.cpuSeconds) ?? 0
                 sent += await hostile.sendHostile([hostileClass], seed: 7)
-                try await Task.sleep(for: .milliseconds(500))
+                await h.roundTrip(tv)
                 guard h.daemonAlive else {
                     #expect(Bool(false), "\(name): the daemon died")
                     report.append("\(name): \(sent) frames, the daemon DIED")
@@ -172,7 +177,7 @@ struct HostileDeviceTests {
                                              source: source ?? context.appTransport, destination: destination,
                                              binary: false, payload: Array(payload.utf8))
                 await device.sendHostile(messages: [message])
-                try await Task.sleep(for: .milliseconds(700))
+                await h.roundTrip(tv)
                 #expect(h.daemonAlive, "\(label) killed the daemon")
                 if !h.daemonAlive {
                     try await h.restartAfterCrash(label)
@@ -210,7 +215,7 @@ struct HostileDeviceTests {
                            rich(context.mediaSessionId).replacingOccurrences(of: #""whenSkippable":5}"#, with: #""whenSkippable":1e19}"#))
             let skip = await h.commandOrNil(tv, "skip_ad", "", timeout: .seconds(10))
             #expect(skip != nil, "no answer to skip_ad after whenSkippable 1e19")
-            try await Task.sleep(for: .milliseconds(500))
+            await h.roundTrip(tv)
             #expect(h.daemonAlive, "skip_ad after whenSkippable 1e19 killed the daemon")
             if !h.daemonAlive {
                 try await h.restartAfterCrash("skip_ad after whenSkippable 1e19")
@@ -224,9 +229,12 @@ struct HostileDeviceTests {
             let emptyTransport = context.receiverStatus.replacingOccurrences(of: #""transportId":"\#(context.appTransport)""#,
                                                                              with: #""transportId":"""#)
             #expect(emptyTransport != context.receiverStatus)
+            // send() ends with a refresh round trip: a frame the device could not decode would
+            // have dropped the connection before the refresh's GET_STATUS, so the refresh is
+            // answered only after a new connection (counted) or not at all.
             try await send("RECEIVER_STATUS transportId \"\"", namespace: CastNamespace.receiver, source: CastEndpoint.receiver,
                            emptyTransport)
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await h.roundTrip(tv)?.status == "ok")
             #expect(device.counters.connectionsAccepted == accepted,
                     "the bridge sent the device a frame with an empty destination (the device dropped the connection)")
             _ = try await h.volumeUntilOK(tv, percent: 30, within: .seconds(15))
@@ -237,8 +245,8 @@ struct HostileDeviceTests {
             let near = await h.commandOrNil(tv, "volume", #"{"id":"near-miss","percent":45}"#, timeout: .seconds(12))
             #expect(near?.status == "ok", "a reply with an almost-right requestId (7.5, \"7\", -7, 7+2^32, …) answered the command: \(String(describing: near))")
 
-            // The near misses include ids past 2^64: the daemon must still be alive.
-            try await Task.sleep(for: .milliseconds(700))
+            // The near misses include ids past 2^64 (sent before the real reply): the daemon must still be alive.
+            await h.roundTrip(tv)
             #expect(h.daemonAlive, "near-miss replies (requestId 7.5, 7e-1, \"7\", -7, 7+2^32, 7+2^64, [7], {\"id\":7}) killed the daemon")
             if !h.daemonAlive {
                 try await h.restartAfterCrash("near-miss replies")
@@ -249,7 +257,7 @@ struct HostileDeviceTests {
             let slash = "urn:x-cast:com.example/a/b"
             let before = h.observer.messages.count
             try await send("app message on \(slash)", namespace: slash, #"{"slash":true}"#)
-            let arrived = await waitUntil(timeout: .seconds(30)) {
+            let arrived = await waitUntil {
                 h.observer.messages.dropFirst(before).contains { $0.topic.hasPrefix("cast2mqtt/\(tv)/message/") }
             }
             #expect(arrived, "the app message on \(slash) was not published")

@@ -14,7 +14,7 @@ struct EndToEndStageTraceTests {
             let reply = try await h.command("living_room_tv", "volume", "25")
             #expect(reply.status == "ok", "\(reply)")
             await h.devices[0].setVolumeRemotely(level: 0.61)
-            let published = await waitUntil(timeout: .seconds(10)) {
+            let published = await waitUntil {
                 h.observer.messages(on: h.topic("living_room_tv", "receiver")).contains {
                     String(decoding: $0.payload, as: UTF8.self).contains("0.61")
                 }

@@ -78,7 +78,7 @@ struct EndToEndSystemdNotifyTests {
             // Block the consumer loop for 5 s: no pings while it is stuck.
             try h.client.publish(MQTTMessage(topic: "cast2mqtt/bridge/request/debug_stall", payload: Array("5".utf8),
                                              qos: .atLeastOnce))
-            let stalled = await waitUntil(timeout: .seconds(10)) { h.log.contains("stalling the consumer loop") }
+            let stalled = await waitUntil { h.log.contains("stalling the consumer loop") }
             #expect(stalled, "the test hook did not run; log:\n\(h.log.suffix(2000))")
             _ = socket.receive(for: .milliseconds(300))  // a ping sent just before the stall
             let during = socket.receive(for: .seconds(3)).filter { $0 == "WATCHDOG=1" }

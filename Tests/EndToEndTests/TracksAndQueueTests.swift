@@ -24,7 +24,7 @@ extension BridgeHarness {
         let responseTopic = "cast2mqtt/bridge/response/\(name)"
         let before = observer.messages(on: responseTopic).count
         try client.publish(MQTTMessage(topic: "cast2mqtt/bridge/request/\(name)", payload: Array(payload.utf8), qos: .atLeastOnce))
-        let arrived = await waitUntil(timeout: .seconds(15)) { self.observer.messages(on: responseTopic).count > before }
+        let arrived = await waitUntil { self.observer.messages(on: responseTopic).count > before }
         try #require(arrived, "no response to \(name); daemon log:\n\(log.suffix(3000))")
         return try CastJSON.decode(JSONValue.self, from: observer.messages(on: responseTopic)[before].payload)
     }
@@ -227,7 +227,7 @@ struct EndToEndTracksAndQueueTests {
             }
             _ = try await h.command(tv, "refresh", "")
             _ = try await h.command(kitchen, "refresh", "")
-            #expect(await waitUntil(timeout: .seconds(10)) { traffic("Living Room TV").contains { $0.contains("RECEIVER_STATUS") } })
+            #expect(await waitUntil { traffic("Living Room TV").contains { $0.contains("RECEIVER_STATUS") } })
             #expect(traffic("Kitchen").isEmpty, "the kitchen stays at info")
             #expect(traffic("Living Room TV").contains { $0.contains(" trace cast2mqtt.cast:") && $0.contains("cast.payload=") })
             #expect(!h.log.contains("debug cast2mqtt"), "nothing else at debug")
@@ -241,7 +241,7 @@ struct EndToEndTracksAndQueueTests {
             let tvLines = traffic("Living Room TV").count
             _ = try await h.command(tv, "refresh", "")
             _ = try await h.command(kitchen, "refresh", "")
-            #expect(await waitUntil(timeout: .seconds(10)) { traffic("Kitchen").contains { $0.contains("RECEIVER_STATUS") } })
+            #expect(await waitUntil { traffic("Kitchen").contains { $0.contains("RECEIVER_STATUS") } })
             #expect(traffic("Living Room TV").count == tvLines, "the TV's traffic is no longer logged")
             r = try await h.bridgeRequest("log_level", #"{"component": "bridge", "level": "debug"}"#)
             #expect(r["data"]?["levels"]?["bridge"] == .string("debug"))
