@@ -12,7 +12,7 @@ struct FaultTests {
             let client = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             try await client.connectAndSync()
             await sim.devices[0].dropConnections()
-            #expect(await waitUntil(timeout: .seconds(30)) { client.isClosed })
+            #expect(await waitUntil { client.isClosed })
             try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { again in
                 try await again.connect(to: CastEndpoint.receiver)
                 try await again.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
@@ -64,14 +64,14 @@ struct FaultTests {
             let a = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             try await a.connectAndSync()
             await sim.devices[0].sendGarbageFrame()
-            #expect(await waitUntil(timeout: .seconds(30)) { !a.errors.isEmpty })
+            #expect(await waitUntil { !a.errors.isEmpty })
             let garbage = a.errors.first as? CastFramingError
             if case .invalidMessage = garbage {} else { Issue.record("expected invalidMessage, got \(String(describing: a.errors.first))") }
 
             let b = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
             try await b.connectAndSync()
             await sim.devices[0].sendOversizedFrameHeader()
-            #expect(await waitUntil(timeout: .seconds(30)) { !b.errors.isEmpty })
+            #expect(await waitUntil { !b.errors.isEmpty })
             #expect(b.errors.first as? CastFramingError == .oversizedFrame(length: 0x10_0000))
             await a.close()
             await b.close()
@@ -85,10 +85,10 @@ struct FaultTests {
                 try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { bad in
                     try await good.connectAndSync()
                     try await bad.sendRaw([0, 0, 0, 6, 0xFF, 0xFE, 0xFD, 0xFC, 0xFB, 0xFA])
-                    #expect(await waitUntil(timeout: .seconds(30)) { bad.isClosed })
+                    #expect(await waitUntil { bad.isClosed })
                     let oversized = try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup)
                     try await oversized.sendRaw([0x7F, 0xFF, 0xFF, 0xFF, 1, 2, 3])
-                    #expect(await waitUntil(timeout: .seconds(30)) { oversized.isClosed })
+                    #expect(await waitUntil { oversized.isClosed })
                     // Valid protobuf, but not JSON: ignored, connection stays.
                     try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, "not json {")
                     try await good.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":1}"#)
@@ -113,8 +113,8 @@ struct FaultTests {
             await #expect(throws: (any Error).self) {
                 _ = try await TestCastClient.connect(port: port, group: testGroup)
             }
-            #expect(await waitUntil(timeout: .seconds(30)) { client.isClosed })
-            #expect(await waitUntil(timeout: .seconds(30)) { device.isListening })
+            #expect(await waitUntil { client.isClosed })
+            #expect(await waitUntil { device.isListening })
             #expect(device.port == port)
             try await withClosing(try await TestCastClient.connect(port: port, group: testGroup), close: { await $0.close() }) { again in
                 try await again.connect(to: CastEndpoint.receiver)

@@ -22,7 +22,7 @@ import TestSupport
     /// Waits until `device`'s state satisfies `predicate`.
     private func waitForState(_ device: SimulatedDevice, _ what: String,
                               _ predicate: @escaping @Sendable (SimulatedDeviceState) -> Bool) async throws {
-        let ok = await waitUntil(timeout: .seconds(30)) {
+        let ok = await waitUntil {
             guard let state = try? await device.state() else { return false }
             return predicate(state)
         }
