@@ -21,8 +21,8 @@ struct RecoveryTests {
             #expect(await h.log.wait { $0.isDisconnected })
             #expect(await h.log.wait { $0.isConnected })
             // The running session is joined again and its media read on the new connection.
-            #expect(await waitUntil(timeout: .seconds(10)) { await h.client.snapshot.joinedApp?.appId == CastAppID.defaultMediaReceiver })
-            #expect(await waitUntil(timeout: .seconds(10)) {
+            #expect(await waitUntil { await h.client.snapshot.joinedApp?.appId == CastAppID.defaultMediaReceiver })
+            #expect(await waitUntil {
                 h.device.received(namespace: CastNamespace.media, type: "GET_STATUS").count > mediaQueries
             })
             #expect(await h.client.snapshot.device.media?.playerState == "PLAYING")
