@@ -154,11 +154,9 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         self._attr_unique_id = unique_id(bridge.base, device_id)
         # The same Home Assistant device as the bridge's MQTT discovery (same identifier); what
         # the bridge does not know is left out, since a None would clear what discovery gave.
-        self._attr_device_info = DeviceInfo(
-            identifiers={device_identifier(device_id)},
-            name=record.name,
-            model=record.model,
-        )
+        self._attr_device_info = DeviceInfo(identifiers={device_identifier(device_id)}, name=record.name)
+        if record.model:
+            self._attr_device_info["model"] = record.model
 
     # MARK: - State
 
