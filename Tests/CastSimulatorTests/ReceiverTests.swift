@@ -40,10 +40,14 @@ struct ReceiverTests {
         try await withSimulator([testDevice("TV", launch: .milliseconds(200))]) { sim in
             try await withClosing(try await TestCastClient.connect(port: sim.devices[0].port, group: testGroup), close: { await $0.close() }) { client in
                 try await client.connect(to: CastEndpoint.receiver)
-                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver,
-                                      #"{"type":"LAUNCH","appId":"CC1AD845","requestId":3}"#)
-                // A GET_STATUS sent after the LAUNCH is answered first: the launch waits its latency.
-                try await client.send(CastNamespace.receiver, to: CastEndpoint.receiver, #"{"type":"GET_STATUS","requestId":4}"#)
+                // LAUNCH and a GET_STATUS in one write, so the device reads them together: the
+                // GET_STATUS is answered first (1 ms), the launch waits its latency.
+                func frame(_ json: String) throws -> [UInt8] {
+                    try CastFraming.frame(CastMessage(source: "sender-0", destination: CastEndpoint.receiver,
+                                                  namespace: CastNamespace.receiver, json: json))
+                }
+                try await client.sendRaw(try frame(#"{"type":"LAUNCH","appId":"CC1AD845","requestId":3}"#)
+                                         + (try frame(#"{"type":"GET_STATUS","requestId":4}"#)))
                 let reply = try #require(await client.waitFor(namespace: CastNamespace.receiver, type: "RECEIVER_STATUS", requestId: 3))
                 let order = client.messages.compactMap { $0.json?["requestId"]?.intValue }.filter { $0 == 3 || $0 == 4 }
                 #expect(order == [4, 3], "replies in the order \(order)")
