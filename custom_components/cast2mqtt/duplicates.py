@@ -187,9 +187,9 @@ class DuplicateControls:
         if self._unsubscribe is None or action == "remove":
             return
         registry_entry = self.registry.async_get(entity_id)
-        if registry_entry is None:
-            return
-        device_ids = set(self._device_ids())
+        if registry_entry is None or registry_entry.platform not in (DOMAIN, "mqtt"):
+            return  # every registry change of Home Assistant comes here: most end at this line
+        device_ids = self._device_ids()
         if registry_entry.platform == DOMAIN and registry_entry.domain == "media_player":
             # A media player registered, enabled or disabled: its device's duplicates follow.
             for device_id in device_ids:
