@@ -215,7 +215,7 @@ def cast_app(media_id: str, extra: Any) -> CastApp:
         raise service_error("cast_json_invalid", reason=f"longer than {MAX_CAST_JSON} characters")
     try:
         data = json.loads(media_id)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         raise service_error("cast_json_invalid", reason="not JSON") from None
     if not isinstance(data, dict):
         raise service_error("cast_json_invalid", reason="not a JSON object")

@@ -62,7 +62,7 @@ def json_payload(payload: str | bytes) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         return None
 
 

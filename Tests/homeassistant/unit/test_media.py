@@ -117,6 +117,7 @@ def test_cast_json_launches_or_loads() -> None:
     ('{"app_name": "bbcsounds", "media_id": "bbc_radio_fourfm"}', "cast_app_not_supported"),
     ("not json", "cast_json_invalid"),
     ("[1, 2]", "cast_json_invalid"),
+    pytest.param("[" * 50_000, "cast_json_invalid", id="nested-deeper-than-the-decoder-goes"),
     ("{" + " " * media.MAX_CAST_JSON + "}", "cast_json_invalid"),
     ('{"media_id": "http://192.0.2.5/a.mp3"}', "cast_json_invalid"),
     ('{"app_id": "x y"}', "cast_json_invalid"),
@@ -161,3 +162,14 @@ def test_hls_is_live_with_the_hls_type() -> None:
 ])
 def test_only_public_artwork_is_remotely_accessible(url: str | None, public: bool) -> None:
     assert media.publicly_reachable(url, {"ha.example.com"}) is public
+
+
+@pytest.mark.parametrize("payload", ["[" * 100_000, '{"a":' * 50_000, b"[" * 100_000],
+                         ids=["arrays", "objects", "bytes"])
+def test_json_nested_deeper_than_the_decoder_goes_is_not_json(payload: str | bytes) -> None:
+    # Every document and response the integration reads from MQTT goes through json_payload: a
+    # hostile payload nested too deep must be ignored, not raise RecursionError in a callback.
+    from custom_components.cast2mqtt.payloads import document_payload, json_payload
+
+    assert json_payload(payload) is None
+    assert document_payload(payload) is None
