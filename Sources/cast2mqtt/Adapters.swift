@@ -47,7 +47,7 @@ enum Adapt {
         case .group: type = .group
         }
         return DeviceDescriptor(
-            id: r.id, friendlyName: r.friendlyName, model: r.model, manufacturer: r.manufacturer ?? "Google Inc.",
+            id: r.id, friendlyName: r.friendlyName, model: r.model, manufacturer: r.manufacturer,
             castType: type, host: r.host, port: r.port, capabilities: r.capabilities.names,
             source: r.source == .static ? .static : .mdns, topicOverride: r.topicOverride)
     }

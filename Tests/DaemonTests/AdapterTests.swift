@@ -56,6 +56,12 @@ import Testing
         #expect(d.castType == .audio)
         #expect(d.source == .mdns)
         #expect(d.capabilities.contains("audio_out"))
+        // No maker guessed: a record without one (a device of another maker, not yet described)
+        // becomes a descriptor without one; a known maker is kept as it is.
+        #expect(d.manufacturer == nil)
+        var sony = record
+        sony.manufacturer = "Sony"
+        #expect(Adapt.descriptor(sony).manufacturer == "Sony")
     }
 
     @Test func configurationReachesEveryLayer() {
