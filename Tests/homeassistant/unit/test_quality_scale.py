@@ -213,6 +213,18 @@ def check_entity_device_class() -> None:
     assert "MediaPlayerDeviceClass" in code("media_player.py")
 
 
+def check_docs_examples() -> None:
+    """An Examples section with automations whose actions exist: each `action:` in it is one of
+    the integration's, a media player action or another domain's documented one."""
+    assert section("Examples"), "no Examples section"
+    text = docs().split("### Examples", 1)[1].split("\n### ", 1)[0]
+    assert text.count("```yaml") >= 3, "fewer than three examples"
+    ours = set(re.findall(r"^([a-z_]+):", (INTEGRATION / "services.yaml").read_text(), re.M))
+    for action in re.findall(r"action: ([a-z_]+)\.([a-z_]+)", text):
+        if action[0] == "cast2mqtt":
+            assert action[1] in ours, f"the example uses cast2mqtt.{action[1]}, which services.yaml lacks"
+
+
 DONE_CHECKS: dict[str, Callable[[], None]] = {
     "action-setup": check_action_setup,
     "brands": check_brands,
@@ -228,6 +240,9 @@ DONE_CHECKS: dict[str, Callable[[], None]] = {
     "docs-installation-instructions": lambda: None if section("Installing") else pytest.fail("no Installing section"),
     "docs-removal-instructions": lambda: None if section("Removal") else pytest.fail("no Removal section"),
     "docs-troubleshooting": lambda: None if section("Troubleshooting") else pytest.fail("no Troubleshooting section"),
+    "docs-examples": check_docs_examples,
+    "docs-known-limitations": lambda: None if section("Known limitations") else pytest.fail("no Known limitations section"),
+    "docs-use-cases": lambda: None if section("Use cases") else pytest.fail("no Use cases section"),
     "dynamic-devices": check_dynamic_devices,
     "entity-device-class": check_entity_device_class,
     "entity-unique-id": check_entity_unique_id,
