@@ -510,13 +510,17 @@ class Cast2MqttMediaPlayer(MediaPlayerEntity):
         await self._command("load", body)
 
     async def _async_resolve_stream(self, body: dict[str, Any]) -> None:
-        """HLS (by content type or a camera's `/api/hls/` stream) plays live; a playlist file
-        is replaced by the stream it names (playlist.py)."""
+        """HLS (a camera's `/api/hls/` stream, a fetched `.m3u8` with HLS tags, or another URL
+        given an HLS content type) plays live; a playlist file is replaced by the stream it names
+        (playlist.py). A playlist URL is fetched whatever its content type: Home Assistant's own
+        media sources call a `.m3u` `audio/mpegurl` and any `.m3u8` HLS, lists of streams too."""
         url: str = body["url"]
-        if media.is_hls(url, body.get("content_type")):
+        if media.is_hls(url, None):
             media.mark_live(body)
             return
         if not playlist.is_playlist_url(url):
+            if media.is_hls(url, body.get("content_type")):
+                media.mark_live(body)
             return
         found = await playlist.async_fetch(self.hass, url)
         if found.hls:

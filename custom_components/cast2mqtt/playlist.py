@@ -124,9 +124,15 @@ async def async_fetch(hass: HomeAssistant, url: str) -> Playlist:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT)) as response:
             if response.status >= 400:
                 raise error("playlist_failed", url=url, reason=f"HTTP {response.status}")
-            if (response.content_type or "").lower() in _HLS_TYPES:
-                return Playlist(True)
-            data = await response.content.read(MAX_PLAYLIST + 1)
+            served_as_hls = (response.content_type or "").lower() in _HLS_TYPES
+            # read(n) returns what has arrived so far: read on to the end or past the bound.
+            data = bytearray()
+            stream = response.content
+            while len(data) <= MAX_PLAYLIST:
+                chunk = await stream.read(MAX_PLAYLIST + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
             charset = response.charset or "utf-8"
     except (aiohttp.ClientError, TimeoutError) as err:
         raise error("playlist_failed", url=url, reason=str(err) or type(err).__name__) from err
@@ -136,7 +142,12 @@ async def async_fetch(hass: HomeAssistant, url: str) -> Playlist:
         text = data.decode(charset, errors="replace")
     except LookupError:
         text = data.decode("utf-8", errors="replace")
+    # What the file says decides (an HLS playlist has #EXT-X- tags; a list of streams served as
+    # HLS, as Home Assistant serves any .m3u8, is still a list); the served type only when the
+    # text says neither.
     playlist = parse(text, url)
+    if not playlist.hls and not playlist.entries and served_as_hls:
+        return Playlist(True)
     if not playlist.hls and not playlist.entries:
         raise error("playlist_failed", url=url, reason="it names no http(s) stream")
     _LOGGER.debug("Playlist %s: %s", url, "HLS" if playlist.hls else f"{len(playlist.entries)} entries")

@@ -79,8 +79,19 @@ async def _playlists(hass: HomeAssistant, mqtt_mock, aioclient_mock: AiohttpClie
     aioclient_mock.get("http://192.0.2.5/radio.pls", text="[playlist]\nFile1=http://s.example.com/pls\nTitle1=P\n")
     aioclient_mock.get("http://192.0.2.5/cam.m3u8", text="#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n")
     aioclient_mock.get("http://192.0.2.5/gone.m3u", status=404)
+    # As Home Assistant's local media source gives them (mimetypes): a .m3u is audio/mpegurl, any
+    # .m3u8 application/vnd.apple.mpegurl — still lists of streams, fetched and resolved.
+    aioclient_mock.get("http://192.0.2.5/media/local/radio.m3u?authSig=x", text="http://s.example.com/local\n",
+                       headers={"content-type": "audio/mpegurl"})
+    aioclient_mock.get("http://192.0.2.5/media/local/list.m3u8?authSig=x",
+                       text="#EXTM3U\n#EXTINF:-1,Listed\nhttp://s.example.com/listed\n",
+                       headers={"content-type": "application/vnd.apple.mpegurl"})
     assert await sent(hass, mqtt_mock, play(hass, "http://192.0.2.5/radio.m3u", "audio/x-mpegurl")) == {
         "url": "http://s.example.com/one", "title": "Radio One"}
+    task = play(hass, "http://192.0.2.5/media/local/radio.m3u?authSig=x", "audio/mpegurl")
+    assert await sent(hass, mqtt_mock, task) == {"url": "http://s.example.com/local"}
+    task = play(hass, "http://192.0.2.5/media/local/list.m3u8?authSig=x", "application/vnd.apple.mpegurl")
+    assert await sent(hass, mqtt_mock, task) == {"url": "http://s.example.com/listed", "title": "Listed"}
     task = play(hass, "http://192.0.2.5/radio.pls", extra={"title": "Mine"})
     assert await sent(hass, mqtt_mock, task) == {"url": "http://s.example.com/pls", "title": "Mine"}
     assert await sent(hass, mqtt_mock, play(hass, "http://192.0.2.5/cam.m3u8", "video")) == {
@@ -88,7 +99,7 @@ async def _playlists(hass: HomeAssistant, mqtt_mock, aioclient_mock: AiohttpClie
     with pytest.raises(HomeAssistantError) as raised:
         await play(hass, "http://192.0.2.5/gone.m3u")
     assert raised.value.translation_key == "playlist_failed"
-    assert len(published(mqtt_mock, "/command/load")) == 3
+    assert len(published(mqtt_mock, "/command/load")) == 5
 
 
 async def test_a_camera_stream_plays_live(hass: HomeAssistant, mqtt_mock, loaded) -> None:

@@ -70,8 +70,16 @@ async def test_fetch(hass: HomeAssistant) -> None:
 async def _fetch(hass: HomeAssistant, aioclient_mock: AiohttpClientMocker) -> None:
     aioclient_mock.get("http://192.0.2.5/ok.pls", text="[playlist]\nFile1=http://a.example.com/1\n",
                        headers={"content-type": "audio/x-scpls"})
-    aioclient_mock.get("http://192.0.2.5/hls.m3u8", text="whatever",
+    aioclient_mock.get("http://192.0.2.5/hls.m3u8", text="#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\nseg1.ts\n",
                        headers={"content-type": "application/vnd.apple.mpegurl"})
+    # Home Assistant's media sources serve every .m3u8 as HLS (mimetypes), lists of streams too:
+    # what the file says decides; the served type only when the text says neither.
+    aioclient_mock.get("http://192.0.2.5/list.m3u8", text="#EXTM3U\n#EXTINF:-1,Radio\nhttp://a.example.com/radio\n",
+                       headers={"content-type": "application/vnd.apple.mpegurl"})
+    aioclient_mock.get("http://192.0.2.5/bare.m3u8", text="#EXTM3U\n",
+                       headers={"content-type": "application/vnd.apple.mpegurl"})
+    aioclient_mock.get("http://192.0.2.5/radio.m3u", text="http://a.example.com/radio\n",
+                       headers={"content-type": "audio/mpegurl"})
     aioclient_mock.get("http://192.0.2.5/missing.m3u", status=404)
     aioclient_mock.get("http://192.0.2.5/big.m3u", content=b"#" * (playlist.MAX_PLAYLIST + 1))
     aioclient_mock.get("http://192.0.2.5/empty.m3u", text="#EXTM3U\n")
@@ -80,6 +88,11 @@ async def _fetch(hass: HomeAssistant, aioclient_mock: AiohttpClientMocker) -> No
     assert await playlist.async_fetch(hass, "http://192.0.2.5/ok.pls") == Playlist(
         False, (Entry("http://a.example.com/1"),))
     assert await playlist.async_fetch(hass, "http://192.0.2.5/hls.m3u8") == Playlist(True)
+    assert await playlist.async_fetch(hass, "http://192.0.2.5/list.m3u8") == Playlist(
+        False, (Entry("http://a.example.com/radio", "Radio"),))
+    assert await playlist.async_fetch(hass, "http://192.0.2.5/bare.m3u8") == Playlist(True)
+    assert await playlist.async_fetch(hass, "http://192.0.2.5/radio.m3u") == Playlist(
+        False, (Entry("http://a.example.com/radio"),))
     for url, reason in [("missing.m3u", "HTTP 404"), ("big.m3u", "larger than 64 KiB"),
                         ("empty.m3u", "it names no http(s) stream"), ("down.m3u", "refused"),
                         ("slow.m3u", "TimeoutError")]:
