@@ -1,8 +1,9 @@
 """A bridge whose clock is 5 minutes ahead of Home Assistant's, end to end: the real daemon runs
 under libfaketime (`faketime`, its clock alone is shifted; the machine's is not touched), the
-integration in a real Home Assistant. Actions still reach the device (the deadline is relative:
-with a wall-clock `expires` on Home Assistant's clock every command would arrive 5 minutes
-expired and be answered `timeout`), and the repair issue names the measured skew."""
+integration in a real Home Assistant. Actions reach the device before the skew is measured (the
+deadline is then relative) and after (the deadline is put on the bridge's clock: with a wall-clock
+`expires` on Home Assistant's clock every command would arrive 5 minutes expired and be answered
+`timeout`), and the repair issue names the measured skew."""
 
 from __future__ import annotations
 
@@ -94,3 +95,13 @@ def test_a_bridge_five_minutes_ahead(bridge: SkewedBridge, mqtt: Any, sim: Any, 
     diagnostics = ha.get(f"/api/diagnostics/config_entry/{entry_id}")["data"]
     clock = diagnostics["bridge"]["clock"]
     assert clock["samples"] >= 3 and abs(clock["skew_seconds"] - SKEW_SECONDS) < 5, clock
+
+    # Measured: the next action's deadline is an RFC 3339 time on the bridge's clock, and it works.
+    service(ha, "media_player", "volume_set", entity_id=TV, volume_level=0.55)
+    wait_for(lambda: abs(((mqtt.json("cast2mqtt/living_room_tv/receiver") or {}).get("volume") or {})
+                         .get("level", -1) - 0.55) < 0.01, 30, what="volume 0.55 with the skew measured")
+    import json
+    command = json.loads(mqtt.get("cast2mqtt/living_room_tv/command/volume") or b"{}")
+    assert isinstance(command.get("expires"), str), command
+    expires_ahead = (parse(command["expires"]) - datetime.now(timezone.utc)).total_seconds()
+    assert SKEW_SECONDS - 60 < expires_ahead < SKEW_SECONDS + 60, command  # on the bridge's clock

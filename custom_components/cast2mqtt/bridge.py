@@ -516,14 +516,37 @@ class Bridge:
         a timeout the command can no longer run. Returns the response's `data`; raises
         `CommandError` with the bridge's error code and message, or when no answer came.
         """
-        for attempt in range(len(OPTIONAL_KEYS) + 1):
+        remeasured = False
+        attempt = 0
+        while True:
             payload = {"expires": self._expires(deadline), **(body or {})}
             for key in self.unsupported_keys:
                 payload.pop(key, None)
+            sent_at = self.hass.loop.time()
             response = await self._exchange(device, command, payload, deadline + RESPONSE_GRACE + wait_extra)
+            if (
+                not remeasured
+                and isinstance(payload.get("expires"), str)
+                and _expired_before_sending(response)
+                and self.hass.loop.time() - sent_at < deadline / 2
+            ):
+                # The bridge found the deadline past although it was set well ahead on the skew
+                # measured: the bridge's clock has moved since (NTP after a boot, a clock set by
+                # hand). The command was never sent: measure again, and send it once more with a
+                # relative deadline meanwhile.
+                remeasured = True
+                _LOGGER.warning(
+                    "%s: the cast2mqtt bridge found %s expired on arrival (its clock moved since it "
+                    "was measured at %+.1f s); measuring its clock again",
+                    self.base, command, self.clock.seconds or 0.0,
+                )
+                self.clock.clear()
+                repairs.async_update_clock(self.hass, self.base, None)
+                continue
             refused = _refused_key(response)
             if refused is None or refused not in payload or attempt == len(OPTIONAL_KEYS):
                 break
+            attempt += 1
             _LOGGER.info(
                 "%s: the cast2mqtt bridge does not know %r yet (an older version); commands go without it",
                 self.base, refused,
@@ -635,6 +658,16 @@ def _refused_key(response: dict[str, Any]) -> str | None:
         if message.startswith(f'unknown key "{key}"'):
             return key
     return None
+
+
+def _expired_before_sending(response: dict[str, Any]) -> bool:
+    """The bridge's answer to a command whose deadline had passed when it came to send it
+    (`timeout`, "the command expired before it could be sent"), not a device that did not answer."""
+    error = response.get("error")
+    if response.get("status") != "error" or not isinstance(error, dict) or error.get("code") != "timeout":
+        return False
+    message = error.get("message")
+    return isinstance(message, str) and "expired" in message
 
 
 def _result(device: DeviceInfoRecord, command: str, response: dict[str, Any]) -> dict[str, Any]:

@@ -60,14 +60,20 @@ class ClockSkew:
         skew = self.seconds
         if skew is None or abs(skew) < CLOCK_CORRECTION_MIN:
             return bridge_time
-        return bridge_time - timedelta(seconds=skew)
+        try:
+            return bridge_time - timedelta(seconds=skew)
+        except OverflowError:  # a hostile stamp at the edge of datetime's range: left as it is
+            return bridge_time
 
     def to_bridge(self, local_time: datetime) -> datetime:
         """A time on Home Assistant's clock, on the bridge's."""
         skew = self.seconds
         if skew is None or abs(skew) < CLOCK_CORRECTION_MIN:
             return local_time
-        return local_time + timedelta(seconds=skew)
+        try:
+            return local_time + timedelta(seconds=skew)
+        except OverflowError:
+            return local_time
 
     def clear(self) -> None:
         self._samples.clear()

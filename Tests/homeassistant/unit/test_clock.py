@@ -176,3 +176,75 @@ async def test_events_are_samples(hass: HomeAssistant, mqtt_mock, loaded: MockCo
     # Unloading the entry takes its issues.
     assert await hass.config_entries.async_unload(loaded.entry_id)
     assert ir.async_get(hass).async_get_issue("cast2mqtt", ISSUE) is None
+
+
+EXPIRED = {"code": "timeout", "message": "the command expired before it could be sent"}
+
+
+async def test_a_bridge_clock_that_moves_after_it_was_measured(
+        hass: HomeAssistant, mqtt_mock, loaded: MockConfigEntry) -> None:
+    """A bridge measured 2 h behind (booted without a real-time clock), then set right by NTP:
+    the deadline put on the old skew is long past on its clock. The bridge answers `timeout`
+    (expired, never sent) at once; the integration measures again and sends the command once
+    more with a relative deadline, and the action succeeds."""
+    registry = ir.async_get(hass)
+    bridge = bridge_of(loaded)
+    changes(hass, -timedelta(hours=2))
+    await hass.async_block_till_done()
+    assert registry.async_get_issue("cast2mqtt", ISSUE) is not None
+    task = hass.async_create_task(hass.services.async_call("media_player", "media_pause", {"entity_id": TV},
+                                                           blocking=True))
+    first = json.loads((await until_published(mqtt_mock, "/living_room_tv/command/pause"))[-1])
+    assert isinstance(first["expires"], str)  # on the 2 h skew
+    answer(hass, mqtt_mock, status="error", error=EXPIRED)
+    second = json.loads((await until_published(mqtt_mock, "/living_room_tv/command/pause", 2))[-1])
+    assert second["expires"] == 10.0 and second["id"] != first["id"]
+    answer(hass, mqtt_mock)
+    await task
+    assert bridge.clock.seconds is None
+    assert registry.async_get_issue("cast2mqtt", ISSUE) is None  # measured again from scratch
+
+
+async def test_an_expired_answer_is_sent_again_only_once_and_a_device_timeout_never(
+        hass: HomeAssistant, mqtt_mock, loaded: MockConfigEntry) -> None:
+    import pytest
+    from homeassistant.exceptions import HomeAssistantError
+
+    changes(hass, -timedelta(hours=2))
+    await hass.async_block_till_done()
+    task = hass.async_create_task(hass.services.async_call("media_player", "media_pause", {"entity_id": TV},
+                                                           blocking=True))
+    await until_published(mqtt_mock, "/living_room_tv/command/pause")
+    answer(hass, mqtt_mock, status="error", error=EXPIRED)
+    await until_published(mqtt_mock, "/living_room_tv/command/pause", 2)
+    answer(hass, mqtt_mock, status="error", error=EXPIRED)  # relative, and still: the bridge's word
+    with pytest.raises(HomeAssistantError):
+        await task
+    assert len([c for c in mqtt_mock.async_publish.call_args_list if c.args[0].endswith("/command/pause")]) == 2
+
+    # The device did not answer: the command was sent, so it is never sent again.
+    changes(hass, -timedelta(hours=2))
+    await hass.async_block_till_done()
+    task = hass.async_create_task(hass.services.async_call("media_player", "media_play", {"entity_id": TV},
+                                                           blocking=True))
+    await until_published(mqtt_mock, "/living_room_tv/command/play")
+    answer(hass, mqtt_mock, status="error", error={"code": "timeout", "message": "the device did not answer within 10 s"})
+    with pytest.raises(HomeAssistantError):
+        await task
+    assert len([c for c in mqtt_mock.async_publish.call_args_list if c.args[0].endswith("/command/play")]) == 1
+
+
+async def test_a_stamp_at_the_edge_of_time_is_left_as_it_is(
+        hass: HomeAssistant, mqtt_mock, loaded: MockConfigEntry) -> None:
+    changes(hass, SKEW)
+    await hass.async_block_till_done()
+    assert bridge_of(loaded).clock.seconds is not None
+    async_fire_mqtt_message(hass, f"{BASE}/living_room_tv/media", json.dumps({
+        **PLAYING, "position": 1.0, "position_updated_at": "0001-01-01T00:00:00Z", "updated_at": stamp(SKEW)}))
+    await hass.async_block_till_done()
+    assert hass.states.get(TV).attributes["media_position"] == 1.0  # type: ignore[union-attr]
+    skew = ClockSkew()
+    for _ in range(CLOCK_MIN_SAMPLES):
+        skew.add(datetime.max.replace(tzinfo=dt_util.UTC) - timedelta(seconds=60), datetime.max.replace(tzinfo=dt_util.UTC) - timedelta(seconds=120))
+    assert skew.to_bridge(datetime.max.replace(tzinfo=dt_util.UTC)) == datetime.max.replace(tzinfo=dt_util.UTC)
+    assert skew.to_local(datetime.min.replace(tzinfo=dt_util.UTC)) == datetime.min.replace(tzinfo=dt_util.UTC)
