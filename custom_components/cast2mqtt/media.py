@@ -219,7 +219,8 @@ def cast_app(media_id: str, extra: Any) -> CastApp:
         raise service_error("cast_json_invalid", reason="not JSON") from None
     if not isinstance(data, dict):
         raise service_error("cast_json_invalid", reason="not a JSON object")
-    if isinstance(extra, dict) and extra.get("metadata") is not None and "metadata" not in data:
+    # As in the core integration: the action's extra.metadata wins over the JSON's.
+    if isinstance(extra, dict) and extra.get("metadata") is not None:
         data["metadata"] = extra["metadata"]
     if (app_id := data.get("app_id")) is not None:
         if not isinstance(app_id, str) or not _APP_ID_RE.match(app_id):

@@ -106,6 +106,10 @@ def test_cast_json_launches_or_loads() -> None:
     assert load.request is not None
     assert load.request.body == {"url": "http://192.0.2.5/v.mp4", "content_type": "video/mp4", "title": "Clip",
                                  "app_id": "A12B34C5"}
+    # The action's extra.metadata wins over the JSON's, as in the core integration.
+    both = media.cast_app('{"app_id": "A12B34C5", "media_id": "http://192.0.2.5/v.mp4", '
+                          '"metadata": {"title": "From JSON"}}', {"metadata": {"title": "From extra"}})
+    assert both.request is not None and both.request.body["title"] == "From extra"
     default = media.cast_app('{"app_name": "default_media_receiver", "media_id": "http://192.0.2.5/a.mp3", '
                              '"media_type": "music", "stream_type": "LIVE"}', None)
     assert default.request is not None and default.request.body == {
