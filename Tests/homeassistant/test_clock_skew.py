@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,6 +31,20 @@ HOME_ASSISTANT = {
 }
 
 
+def running_with(argument: str, program: str | None = None) -> list[int]:
+    """PIDs of the processes with `argument` on their command line (and `program` as argv[0])."""
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argument.encode() in argv and (program is None or argv[0] == program.encode()):
+                found.append(int(proc.name))
+    return found
+
+
 class SkewedBridge(Bridge):
     """The daemon with its wall clock 5 minutes ahead (monotonic clocks left alone, so its timers
     run as usual)."""
@@ -44,6 +59,14 @@ class SkewedBridge(Bridge):
                                              str(self.config_path)],
                                self.workdir / f"cast2mqtt-{self.starts}.log", env=env)
 
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        # The faketime wrapper forks the daemon and waits for it, and passes no signal on:
+        # stopping only the wrapper (the PID the harness holds) left the daemon running,
+        # orphaned, after every run. Signal the daemon itself, then reap the wrapper.
+        for pid in running_with(str(self.config_path), program=CAST2MQTT):
+            os.kill(pid, sig)
+        return super().stop(sig)
+
 
 @pytest.fixture(scope="module")
 def bridge(workdir: pathlib.Path, broker: Any, sim: Any) -> Any:
@@ -55,6 +78,9 @@ def bridge(workdir: pathlib.Path, broker: Any, sim: Any) -> Any:
     b.start()
     yield b
     b.stop()
+    # No process runs with this bridge's configuration any more (the wrapper's fork once left the
+    # daemon running, orphaned, after every run).
+    wait_for(lambda: not running_with(str(b.config_path)), 30, what="the skewed bridge to be gone")
 
 
 def parse(text: str) -> datetime:
