@@ -117,3 +117,15 @@ async def until_published(mqtt_mock, topic_suffix: str, count: int = 1) -> list[
             return payloads
         await asyncio.sleep(0)
     raise AssertionError(f"nothing published to *{topic_suffix}: {mqtt_mock.async_publish.call_args_list}")
+
+
+async def refused_expires_then_sent_again(hass: HomeAssistant, mqtt_mock, task: Any) -> None:
+    """A bridge from before `expires` refuses the pause `task` sent: the same command comes again
+    without it, is answered, and the action succeeds."""
+    await until_published(mqtt_mock, "/command/pause")
+    answer(hass, mqtt_mock, status="error", error={
+        "code": "invalid_payload", "message": 'unknown key "expires" for pause; it takes no keys besides "id"'})
+    second = json.loads((await until_published(mqtt_mock, "/command/pause", 2))[-1])
+    assert "expires" not in second
+    answer(hass, mqtt_mock)
+    await task

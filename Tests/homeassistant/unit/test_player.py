@@ -14,7 +14,8 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 from pytest_homeassistant_custom_component.common import async_fire_mqtt_message
 
-from conftest import BASE, SPEAKER, TV, answer, publish_bridge, published, until_published
+from conftest import (BASE, SPEAKER, TV, answer, publish_bridge, published, refused_expires_then_sent_again,
+                      until_published)
 
 
 def call(hass: HomeAssistant, service: str, domain: str = "media_player", **data):
@@ -32,14 +33,7 @@ async def test_every_command_carries_a_deadline(hass: HomeAssistant, mqtt_mock, 
 
 
 async def test_a_bridge_without_expires_gets_the_command_again_without_it(hass: HomeAssistant, mqtt_mock, loaded) -> None:
-    task = call(hass, "media_pause")
-    await until_published(mqtt_mock, "/command/pause")
-    answer(hass, mqtt_mock, status="error", error={
-        "code": "invalid_payload", "message": 'unknown key "expires" for pause; it takes no keys besides "id"'})
-    second = json.loads((await until_published(mqtt_mock, "/command/pause", 2))[-1])
-    assert "expires" not in second
-    answer(hass, mqtt_mock)
-    await task
+    await refused_expires_then_sent_again(hass, mqtt_mock, call(hass, "media_pause"))
     # Remembered until the bridge restarts.
     task = call(hass, "media_play")
     assert "expires" not in json.loads((await until_published(mqtt_mock, "/command/play"))[-1])
