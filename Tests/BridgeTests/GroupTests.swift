@@ -63,7 +63,7 @@ import Testing
 
     /// The media document a device shows now.
     func shown(_ h: Harness, _ id: DeviceID) -> JSONValue {
-        h.core.registry[id].map { h.core.shownMedia($0).doc } ?? .null
+        h.core.registry[id].map { h.core.groups.shownMedia($0, in: h.core.registry).doc } ?? .null
     }
 
     @Test func membershipFollowsEveryMultizoneMessage() throws {
@@ -78,7 +78,7 @@ import Testing
         #expect(out.on(members).first?.retain == true)
         let groupsOfSpeaker = out.json("cast2mqtt/kitchen_speaker/info")?["groups"]
         #expect(groupsOfSpeaker == .array([.object(["id": .string(Self.groupID), "topic": .string("downstairs")])]))
-        #expect(h.core.infoDocument(try #require(h.core.registry[Self.groupID]))["multichannel"] == .bool(false))
+        #expect(h.core.groups.infoDocument(try #require(h.core.registry[Self.groupID]), in: h.core.registry)["multichannel"] == .bool(false))
 
         // DEVICE_UPDATED: a member's volume, within that one message.
         out = h.feed(CastEvent.multizone(Self.groupID, .deviceUpdated(Self.member(Self.denID, "Den", level: 0.8))))
@@ -105,7 +105,7 @@ import Testing
     @Test func aStereoPairIsMarkedMultichannel() {
         let (h, out) = setUp(multichannel: true)
         #expect(out.json("cast2mqtt/downstairs/info")?["multichannel"] == .bool(true))
-        #expect(h.core.registry[speakerID].map(h.core.infoDocument)?["multichannel"] == nil)
+        #expect(h.core.registry[speakerID].map { h.core.groups.infoDocument($0, in: h.core.registry) }?["multichannel"] == nil)
     }
 
     @Test func aMemberShowsWhatItsGroupPlaysAndGoesBack() throws {
@@ -272,7 +272,7 @@ import Testing
         // Not listed, not counted, and the member's info does not list it.
         let devices = try #require(h.feed(.mqttConnected).json("cast2mqtt/bridge/devices")?.arrayValue)
         #expect(devices.count == 3 && !devices.contains { $0["id"] == .string(Self.dynamicID) })
-        let groupsOfSpeaker = h.core.infoDocument(try #require(h.core.registry[speakerID]))["groups"]
+        let groupsOfSpeaker = h.core.groups.infoDocument(try #require(h.core.registry[speakerID]), in: h.core.registry)["groups"]
         #expect(groupsOfSpeaker == .array([.object(["id": .string(Self.groupID), "topic": .string("downstairs")])]))
 
         // A pause sent to the member goes to the dynamic group's session.

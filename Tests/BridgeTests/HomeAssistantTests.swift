@@ -125,7 +125,7 @@ import Testing
     /// Home Assistant logs a warning for every template that touches a missing key; the
     /// templates read keys with `.get` only.
     @Test func templatesNeverTouchAMissingKey() {
-        for entity in BridgeCore.haEntities + BridgeCore.haBridgeEntities {
+        for entity in HomeAssistantDiscovery.haEntities + HomeAssistantDiscovery.haBridgeEntities {
             let fields = entity.fields(TopicGrammar(base: "cast2mqtt", discoveryPrefix: "homeassistant"), "tv")
             for (key, value) in fields where key.hasSuffix("template") {
                 let text = value.stringValue ?? ""

@@ -97,10 +97,10 @@ import Testing
         let big = "{\"id\":\"big\",\"url\":\"http://x/\(String(repeating: "a", count: 70_000))\"}"
         let out = h.publish("cast2mqtt/living_room_tv/command/load", big)
         #expect(out.json("cast2mqtt/living_room_tv/response")?["error"]?["code"] == .string("payload_too_large"))
-        #expect(h.core.scheduler.hold.count == 0)
+        #expect(h.core.scheduler.heldCount == 0)
         let small = h.publish("cast2mqtt/living_room_tv/command/volume", "20")
         #expect(small.publications.isEmpty)
-        #expect(h.core.scheduler.hold.count == 1)
+        #expect(h.core.scheduler.heldCount == 1)
     }
 }
 

@@ -123,9 +123,9 @@ import Testing
     }
 
     @Test func templatesCarryTheirOptions() {
-        let state = BridgeCore.TrackTemplate.state(type: "text", options: ["off", "en"], none: "'off'")
+        let state = HomeAssistantDiscovery.TrackTemplate.state(type: "text", options: ["off", "en"], none: "'off'")
         #expect(state.contains("['off', 'en']"))
         #expect(state.contains("value_json.get('tracks')"), "absent keys read without a warning")
-        #expect(BridgeCore.TrackTemplate.available(type: "audio").contains("'online'"))
+        #expect(HomeAssistantDiscovery.TrackTemplate.available(type: "audio").contains("'online'"))
     }
 }

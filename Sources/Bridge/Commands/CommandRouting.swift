@@ -39,14 +39,14 @@ extension BridgeCore {
     /// Where a command for a device goes: its group's session for the transport commands of a
     /// member that shows its group's playback, else the device itself.
     func commandTarget(_ command: DeviceCommand, device id: DeviceID) -> DeviceID {
-        guard CommandPlanner.actsOnGroup(command), let mirrored = mirroredGroup(id) else { return id }
+        guard CommandPlanner.actsOnGroup(command), let mirrored = groups.mirroredGroup(id, in: registry) else { return id }
         return mirrored.group.id
     }
 
     /// Plans a command against the device's state now (its turn has come) and starts it.
     mutating func startCommand(_ command: DeviceCommand, device id: DeviceID, _ ctx: CommandContext, now: Date,
                                _ out: inout BridgeOutput) {
-        guard let device = record(id) else { return }
+        guard let device = groups.record(id, in: registry) else { return }
         if case .load(let load) = command { loads.starting(load, on: device) }
         switch CommandPlanner.plan(command, device: device, loadedSession: loads.session(id)) {
         case .failure(let error):
@@ -75,20 +75,6 @@ extension BridgeCore {
                                  timeout: Double? = nil, _ out: inout BridgeOutput) {
         if let operation = scheduler.enqueue(id, kind, purpose: purpose, now: now, timeout: timeout) {
             out.operations.append(operation)
-        }
-    }
-
-    /// Carries out what a job asked for, in order.
-    mutating func apply(_ effects: [JobEffect], now: Date, _ out: inout BridgeOutput) {
-        for effect in effects {
-            switch effect {
-            case .operation(let id, let kind, let purpose): startOperation(id, kind, purpose: purpose, now: now, &out)
-            case .respond(let ctx, let result): respond(ctx, result, &out)
-            case .transferred(let from, let to, let contentId, let position):
-                publishTransferred(from: from, to: to, contentId: contentId, position: position, now: now, &out)
-            case .event(let id, let fields): publishDeviceEvent(id, fields, now: now, &out)
-            case .log(let line): out.logs.append(line)
-            }
         }
     }
 
@@ -129,7 +115,7 @@ extension BridgeCore {
             case .step(let kind, let purpose, let timeout):
                 startOperation(id, kind, purpose: purpose, now: now, timeout: timeout, &out)
             case .command(let command, let ctx):
-                guard let device = record(id), device.online else {
+                guard let device = groups.record(id, in: registry), device.online else {
                     respond(ctx, .failure(BridgeError(.deviceOffline, "\(registry.topicName(id)) went offline; the command was not sent")), &out)
                     continue
                 }
@@ -176,6 +162,51 @@ extension BridgeCore {
         }
         if let ctx, let device = registry[id] {
             respond(ctx, .success(.object(["state": .string(device.stateWord), "position": .num(device.position(at: now))])), &out)
+        }
+    }
+
+    func respond(_ ctx: CommandContext, _ result: Result<JSONValue, BridgeError>, _ out: inout BridgeOutput) {
+        let doc = CommandResponses.document(ctx, result)
+        out.publish(Publication(topic: ctx.responseTopic, payload: JSONOutput.bytes(doc), retain: false,
+                                correlationData: ctx.correlationData))
+        let code: String
+        switch result {
+        case .success: code = "ok"
+        case .failure(let e): code = e.code.rawValue
+        }
+        out.outcomes.append(CommandOutcome(command: ctx.name, code: code, receivedAt: ctx.receivedAt))
+        // `busy` comes in bursts; it is logged once per burst where it is decided.
+        if case .failure(let e) = result, e.code != .busy { out.logs.append("\(ctx.name) failed: \(e)") }
+    }
+
+    /// A single-operation command finished.
+    mutating func finishCommand(_ ctx: CommandContext, _ command: DeviceCommand, device: DeviceID,
+                                _ result: Result<OperationResult, BridgeError>, now: Date, _ out: inout BridgeOutput) {
+        var data: JSONValue?
+        if case .success(let value) = result {
+            data = CommandResponses.successData(command, device: groups.record(device, in: registry), result: value, now: now)
+        }
+        if case .load = command {
+            // Which app the load replaced (another app than the load's, e.g. Spotify), when it did.
+            let replaced = loads.finished(device, device: registry[device], ok: data != nil)
+            // The queue the load made the bridge's is saved with the sessions (state_dir).
+            if data != nil { out.sessionsChanged = true }
+            if case .object(var fields)? = data {
+                fields["replaced"] = BridgeLoads.document(replaced)
+                data = .object(fields)
+            }
+        }
+        switch result {
+        case .success:
+            respond(ctx, .success(data ?? .object([:])), &out)
+        case .failure(let error):
+            if case .load(let load) = command {
+                let contentId = load.load?.media.contentId ?? load.queue?.items.first?.media?.contentId
+                publishDeviceEvent(device, ["type": .string("load_failed"), "content_id": .str(contentId),
+                                            "error": .object(["code": .string(error.code.rawValue), "message": .string(error.message)])],
+                                   now: now, &out)
+            }
+            respond(ctx, .failure(error), &out)
         }
     }
 }

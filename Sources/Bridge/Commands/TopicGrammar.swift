@@ -123,4 +123,23 @@ public struct TopicGrammar: Sendable, Hashable {
     public func response(_ dev: String) -> String { device(dev, "response") }
     public func command(_ dev: String, _ name: String) -> String { device(dev, "command/\(name)") }
     public func message(_ dev: String, namespace: String) -> String { device(dev, "message/\(namespace)") }
+
+    /// `text` as a single topic level (an app message's namespace): `%`, `/`, `+`, `#` and
+    /// control characters percent-encoded (`urn:x-cast:a/b` -> `urn:x-cast:a%2Fb`).
+    static func topicLevel(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if needsEscape(scalar) {
+                for byte in String(scalar).utf8 { out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true) }
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ s: Unicode.Scalar) -> Bool {
+        s == "%" || s == "/" || s == "+" || s == "#" || s.value < 0x20 || s.value == 0x7F
+    }
 }

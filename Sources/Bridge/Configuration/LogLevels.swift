@@ -86,16 +86,15 @@ extension CommandParser {
     }
 }
 
-extension BridgeCore {
-    /// The levels in force (the daemon applies them at start).
-    public var logLevels: LogLevels { logging }
-
-    mutating func logLevelRequest(_ request: LogLevelRequest, _ ctx: CommandContext, _ out: inout BridgeOutput) {
-        var levels = logging
+/// `bridge/request/log_level` and `log.devices` as a part of the levels: pure, over a read-only
+/// view of the devices (names resolve to ids as devices become known).
+extension LogLevels {
+    /// The levels a request asks for (not yet resolved), or the error to answer.
+    func applying(_ request: LogLevelRequest, in registry: DeviceRegistry) -> Result<LogLevels, BridgeError> {
+        var levels = self
         if let key = request.device {
             guard let id = registry.resolve(key) else {
-                respond(ctx, .failure(BridgeError(.unknownDevice, "no device is called \"\(key.prefix(200))\"")), &out)
-                return
+                return .failure(BridgeError(.unknownDevice, "no device is called \"\(key.prefix(200))\""))
             }
             if request.level == "default" {
                 levels.devices.removeAll { registry.resolve($0) == id }
@@ -107,37 +106,25 @@ extension BridgeCore {
         } else if let level = request.level {
             levels.level = level
         }
-        setLogLevels(levels, &out)
-        respond(ctx, .success(logDocument), &out)
+        return .success(levels)
     }
 
-    /// The devices `log.devices` names, resolved again (a device became known).
-    mutating func resolveTracedDevices(_ out: inout BridgeOutput) {
-        guard !logging.devices.isEmpty else { return }
-        setLogLevels(logging, &out)
-    }
-
-    private mutating func setLogLevels(_ levels: LogLevels, _ out: inout BridgeOutput) {
-        var levels = levels
+    /// `next` with its devices resolved against the devices known now, and the log line that
+    /// says what changed; nil when nothing changed.
+    func change(to next: LogLevels, in registry: DeviceRegistry) -> (levels: LogLevels, log: String?)? {
+        var levels = next
         levels.deviceIDs = Set(levels.devices.compactMap { registry.resolve($0) })
-        guard levels != logging else { return }
-        if levels.level != logging.level || levels.components != logging.components || levels.devices != logging.devices {
-            out.logs.append("log levels: \(levels.level), " + LogLevels.components.map { "\($0) \(levels.level(of: $0))" }.joined(separator: ", ")
-                            + (levels.deviceIDs.isEmpty ? "" : "; Cast traffic at trace: "
-                               + levels.deviceIDs.map { registry.topicName($0) }.sorted().joined(separator: ", ")))
-        }
-        logging = levels
-        out.logLevels = levels
+        guard levels != self else { return nil }
+        guard levels.level != level || levels.components != components || levels.devices != devices else { return (levels, nil) }
+        let traced = levels.deviceIDs.map { registry.topicName($0) }.sorted()
+        return (levels, "log levels: \(levels.level), " + Self.components.map { "\($0) \(levels.level(of: $0))" }.joined(separator: ", ")
+                    + (traced.isEmpty ? "" : "; Cast traffic at trace: " + traced.joined(separator: ", ")))
     }
 
-    var logDocument: JSONValue {
-        var doc = logging.document { registry.topicName($0) }
-        // Names of log.devices that match no known device (yet).
-        let unresolved = logging.devices.filter { registry.resolve($0) == nil }
-        if case .object(var fields) = doc {
-            fields["unresolved_devices"] = .array(unresolved.map(JSONValue.string))
-            doc = .object(fields)
-        }
-        return doc
+    /// The answer of `bridge/request/log_level`, with the names of `log.devices` that match no
+    /// known device (yet).
+    func answer(in registry: DeviceRegistry) -> JSONValue {
+        document { registry.topicName($0) }
+            .adding("unresolved_devices", .array(devices.filter { registry.resolve($0) == nil }.map(JSONValue.string)))
     }
 }

@@ -1,17 +1,22 @@
 import CastProtocol
 import Foundation
 
-/// The domain core: a thin router in front of parts that each own their state —
+/// The domain core: a thin router in front of parts that each own their state and answer with
+/// values (documents, effects) the router carries out (Core/Effects.swift) —
 ///
-/// | part | owns |
-/// |---|---|
-/// | `DeviceRegistry` (Devices/) | the devices, their topic names, the newest snapshot of each |
-/// | `WorkScheduler` (Work/) | per-device order: operations in flight, waiting work, deadlines, the startup hold |
-/// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing |
-/// | `GroupDirectory` (Groups/) | who is in which speaker group; the dynamic groups (no devices) |
-/// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements |
-/// | Home Assistant discovery (HomeAssistant/) | nothing: configs are computed from a device record |
+/// | part | owns | answers with |
+/// |---|---|---|
+/// | `DeviceRegistry` (Devices/) | the devices, their topic names, the newest snapshot of each | `DeviceChange` |
+/// | `WorkScheduler` (Work/) | per-device order: operations in flight, waiting work, deadlines, the startup hold | operations, expired work |
+/// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing | publications |
+/// | `GroupDirectory` (Groups/) | who is in which speaker group; the dynamic groups (no devices) | `GroupEffect`, documents |
+/// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements | `JobEffect` |
+/// | `HomeAssistantDiscovery` (HomeAssistant/) | nothing: configs are computed from a device record | (topic, config) |
+/// | `DeviceEvents` (Devices/) | nothing: events from a `DeviceChange` | event fields |
+/// | `LogLevels` (Configuration/) | the levels in force, the traced devices | new levels, a log line |
+/// | `CommandPlanner`, `CommandResponses` (Commands/) | nothing: a command against a record | a plan; a response |
 ///
+/// The parts read each other only through read-only values (a `DeviceRegistry` passed in).
 /// Feed every input through `handle(_:now:)` from one task, in order; apply the returned
 /// publications, then run the returned operations, feeding each one's completion back. It never
 /// does I/O and never reads a clock.
@@ -25,6 +30,7 @@ public struct BridgeCore: Sendable {
     var groups = GroupDirectory()
     var scheduler: WorkScheduler
     var publisher = RetainedPublisher()
+    let homeAssistant: HomeAssistantDiscovery
     var transfers: TransferJobs
     var announcements: AnnounceJobs
     var sessions = RestoredSessions()
@@ -48,7 +54,48 @@ public struct BridgeCore: Sendable {
         self.transfers = TransferJobs(window: configuration.cast.transferWindow)
         self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
         self.logging = LogLevels(configuration.log)
+        self.homeAssistant = HomeAssistantDiscovery(configuration: configuration, topics: topics)
     }
+
+    // MARK: - State the daemon saves, restores and reads
+
+    /// The levels in force (the daemon applies them at start).
+    public var logLevels: LogLevels { logging }
+
+    /// What the core holds now (metrics gauges).
+    public var gauges: CoreGauges {
+        CoreGauges(devices: registry.count, online: registry.onlineCount, waiting: scheduler.waitingCount,
+                   inFlight: scheduler.inFlightCount)
+    }
+
+    /// The current sessions of every device with a running app (`state_dir/sessions.json`).
+    public func sessionSnapshot() -> SessionSnapshot { SessionSnapshot(registry, loads: loads) }
+
+    /// Seeds the sessions saved by a previous run.
+    public mutating func restore(_ snapshot: SessionSnapshot) {
+        sessions = RestoredSessions(saved: snapshot.devices)
+        for (id, entry) in snapshot.devices where entry.loadedByBridge == true {
+            if let session = entry.sessionId { loads.restore(id, session: session) }
+        }
+    }
+
+    /// What is retained per device (`state_dir/published.json`).
+    public var publishedSnapshot: PublishedSnapshot { publisher.published }
+
+    /// Seeds what a previous run published. `staticIDs`: the ids of the configured static
+    /// devices (as Discovery computes them); `admitted`: Discovery's include/exclude rule (id,
+    /// friendly name). Devices that are gone are cleared on the first broker connect.
+    public mutating func restorePublished(_ snapshot: PublishedSnapshot, staticIDs: Set<DeviceID>,
+                                          admitted: (DeviceID, String) -> Bool = { _, _ in true }) {
+        let mdns = configuration.discovery.mdns
+        publisher.restore(snapshot) { id, entry in
+            if !admitted(id, entry.name) { return true }
+            let configured = staticIDs.contains(id) || entry.configured.map(staticIDs.contains) == true
+            return entry.source == DeviceSource.static.rawValue && !configured && !mdns
+        }
+    }
+
+    // MARK: - Inputs
 
     /// Commands that may wait for a busy device; past this a command is answered `busy`.
     public static var maxWaitingCommands: Int { WorkScheduler.maxWaitingCommands }
@@ -108,7 +155,7 @@ public struct BridgeCore: Sendable {
         releaseHeld(device: nil, now: now, &out)
         transfers.expireCandidates(now: now)
         apply(announcements.tick(now: now, devices: registry), now: now, &out)
-        expireGroupHolds(now: now, &out)
+        apply(groups.expireHolds(now: now, in: registry), now: now, &out)
         republishPositions(now: now, &out)
     }
 
@@ -119,7 +166,9 @@ public struct BridgeCore: Sendable {
         publisher.record(topics.bridgeState, text: "online")
         bridgeTopicsChanged(now: now, force: true, &out)
         for id in registry.ids { publishDevice(id, now: now, &out) }
-        clearGoneDevices(&out)
+        // Devices gone since the previous run are cleared once; with discovery off, every config.
+        publisher.clearGone(known: { registry[$0] != nil }, topics: topics, &out)
+        if !homeAssistant.enabled { publisher.clearAllDiscovery(&out) }
         publishBridgeDiscovery(&out)
         for id in registry.ids { publishDiscovery(id, &out) }
         publisher.republishRest(&out)

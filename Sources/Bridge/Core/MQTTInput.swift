@@ -35,7 +35,7 @@ extension BridgeCore {
                                         correlationData: correlationData)
             let everOnline = registry.device(topic: dev).flatMap { registry[$0]?.everOnline } ?? false
             let fits = (try? parser.checkPayloadSize(payload)) != nil
-            if fits, scheduler.hold.hold(held, everOnline: everOnline, now: now) {
+            if fits, scheduler.holdAtStartup(held, everOnline: everOnline, now: now) {
                 out.logs.append("holding \(name) for \(dev) until it is online (the bridge is starting)")
                 return
             }
@@ -78,7 +78,7 @@ extension BridgeCore {
     /// Runs the held commands of `device` (it just came online), or all of them once the
     /// startup window has closed.
     mutating func releaseHeld(device: String?, now: Date, _ out: inout BridgeOutput) {
-        for held in scheduler.hold.release(device: device, now: now) {
+        for held in scheduler.releaseHeld(device: device, now: now) {
             mqttMessage(topic: held.topic, payload: held.payload, responseTopic: held.responseTopic,
                         correlationData: held.correlationData, now: now, &out)
         }

@@ -1,79 +1,93 @@
 import CastProtocol
 import Foundation
 
-/// Non-retained events on `<dev>/event` and `bridge/event`: `{"type", "at", ...}`.
-extension BridgeCore {
-    mutating func publishDeviceEvent(_ id: DeviceID, _ fields: [String: JSONValue], now: Date, _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
-        var body = fields
-        body["at"] = .time(now)
-        body["device"] = .string(device.topic)
-        out.publish(Publication(topic: topics.event(device.topic), payload: JSONOutput.bytes(.object(body)), retain: false))
-    }
-
-    mutating func publishBridgeEvent(_ fields: [String: JSONValue], now: Date, _ out: inout BridgeOutput) {
-        var body = fields
-        body["at"] = .time(now)
-        out.publish(Publication(topic: topics.bridgeEvent, payload: JSONOutput.bytes(.object(body)), retain: false))
-    }
-
-    /// session_ended / session_started, from a change of the running app's session.
-    mutating func sessionEvents(_ change: DeviceChange, now: Date, _ out: inout BridgeOutput) {
-        let id = change.id
+/// Non-retained events on `<dev>/event` and `bridge/event` (`{"type", "at", ...}`) as a part:
+/// what a device's change means as events, pure. The core adds `at` (and `device`) and publishes
+/// them; what a transfer observer must learn from the change (`media`'s `loadedContent`,
+/// `interrupted`) is handed back with them.
+enum DeviceEvents {
+    /// `session_ended` / `session_started`, from a change of the running app's session. A
+    /// session a previous run saved and that still runs is joined silently (`restored`): no
+    /// `session_started`.
+    static func session(_ change: DeviceChange, restored: Bool) -> [[String: JSONValue]] {
+        var events: [[String: JSONValue]] = []
         if let old = change.oldApp {
-            publishDeviceEvent(id, ["type": .string("session_ended"), "app_id": .string(old.appId),
-                                    "app_name": .str(old.displayName), "session_id": .str(old.sessionId)], now: now, &out)
+            events.append(["type": .string("session_ended"), "app_id": .string(old.appId),
+                           "app_name": .str(old.displayName), "session_id": .str(old.sessionId)])
         }
-        if let new = change.newApp {
-            if change.oldApp == nil, sessions.consumeRestored(id, new) { return }
-            publishDeviceEvent(id, ["type": .string("session_started"), "app_id": .string(new.appId),
-                                    "app_name": .str(new.displayName), "session_id": .str(new.sessionId),
-                                    "launched_from_cloud": .flag(new.launchedFromCloud)], now: now, &out)
+        if let new = change.newApp, !(change.oldApp == nil && restored) {
+            events.append(["type": .string("session_started"), "app_id": .string(new.appId),
+                           "app_name": .str(new.displayName), "session_id": .str(new.sessionId),
+                           "launched_from_cloud": .flag(new.launchedFromCloud)])
         }
+        return events
+    }
+
+    /// What a change of a device's media means.
+    struct Media: Sendable {
+        /// `media_loaded`, when new content started.
+        var loaded: [String: JSONValue]?
+        /// The content that started (a transfer's destination is recognised by it).
+        var loadedContent: String?
+        /// `media_finished` or `error`, when playback ended.
+        var ended: [String: JSONValue]?
+        /// Content that was interrupted (another sender took the device): a transfer's source.
+        var interrupted: (contentId: String, position: Double?)?
     }
 
     /// media_loaded, media_finished, error — and what a transfer observer needs to know.
-    mutating func mediaEvents(_ change: DeviceChange, now: Date, _ out: inout BridgeOutput) {
-        let id = change.id
-        guard let new = change.newMedia else { return }
+    static func media(_ change: DeviceChange) -> Media {
+        var result = Media()
+        guard let new = change.newMedia else { return result }
         let old = change.oldMedia
         let contentId = new.effectiveMedia?.contentId ?? ""
         let oldContent = old?.effectiveMedia?.contentId ?? ""
         if new.isActive, old?.mediaSessionId != new.mediaSessionId || oldContent != contentId {
-            publishDeviceEvent(id, ["type": .string("media_loaded"), "content_id": .string(contentId),
-                                    "title": .str(new.effectiveMedia?.metadata?.title),
-                                    "media_session_id": .int(new.mediaSessionId)], now: now, &out)
-            if let seen = transfers.mediaStarted(on: id, contentId: contentId, position: registry[id]?.position(at: now), now: now),
-               registry[seen.from] != nil {
-                publishTransferred(from: seen.from, to: id, contentId: contentId, position: seen.position, now: now, &out)
-            }
+            result.loaded = ["type": .string("media_loaded"), "content_id": .string(contentId),
+                             "title": .str(new.effectiveMedia?.metadata?.title), "media_session_id": .int(new.mediaSessionId)]
+            result.loadedContent = contentId
         }
         let becameIdle = new.playerState == "IDLE" && (old?.playerState != "IDLE" || old?.idleReason != new.idleReason)
-        guard becameIdle else { return }
+        guard becameIdle else { return result }
         switch new.idleReason {
         case "FINISHED":
-            publishDeviceEvent(id, ["type": .string("media_finished"), "content_id": .str(contentId.isEmpty ? nil : contentId),
-                                    "media_session_id": .int(new.mediaSessionId)], now: now, &out)
+            result.ended = ["type": .string("media_finished"), "content_id": .str(contentId.isEmpty ? nil : contentId),
+                            "media_session_id": .int(new.mediaSessionId)]
         case "ERROR":
-            publishDeviceEvent(id, ["type": .string("error"), "message": .string("playback stopped with an error"),
-                                    "content_id": .str(contentId.isEmpty ? nil : contentId)], now: now, &out)
+            result.ended = ["type": .string("error"), "message": .string("playback stopped with an error"),
+                            "content_id": .str(contentId.isEmpty ? nil : contentId)]
         case "INTERRUPTED":
             if let old, !oldContent.isEmpty {
-                transfers.recordCandidate(id, contentId: oldContent, position: change.oldPosition ?? new.currentTime ?? old.currentTime,
-                                          now: now)
+                result.interrupted = (oldContent, change.oldPosition ?? new.currentTime ?? old.currentTime)
             }
         default: break
         }
+        return result
     }
 
-    /// `stream_transferred` on the bridge and on both devices.
-    mutating func publishTransferred(from: DeviceID, to: DeviceID, contentId: String?, position: Double?, now: Date,
-                                     _ out: inout BridgeOutput) {
-        let fields: [String: JSONValue] = ["type": .string("stream_transferred"), "from": .string(registry.topicName(from)),
-                                           "to": .string(registry.topicName(to)), "content_id": .str(contentId),
-                                           "position": .num(position)]
-        publishBridgeEvent(fields, now: now, &out)
-        publishDeviceEvent(from, fields, now: now, &out)
-        publishDeviceEvent(to, fields, now: now, &out)
+    /// `stream_transferred` (on the bridge and on both devices).
+    static func transferred(from: String, to: String, contentId: String?, position: Double?) -> [String: JSONValue] {
+        ["type": .string("stream_transferred"), "from": .string(from), "to": .string(to), "content_id": .str(contentId),
+         "position": .num(position)]
+    }
+
+    /// A device's `event` publication: the fields with `at` and `device` added.
+    static func deviceEvent(_ fields: [String: JSONValue], topics: TopicGrammar, device: String, now: Date) -> Publication {
+        var body = fields
+        body["at"] = .time(now)
+        body["device"] = .string(device)
+        return Publication(topic: topics.event(device), payload: JSONOutput.bytes(.object(body)), retain: false)
+    }
+
+    /// A `bridge/event` publication: the fields with `at` added.
+    static func bridgeEvent(_ fields: [String: JSONValue], topics: TopicGrammar, now: Date) -> Publication {
+        var body = fields
+        body["at"] = .time(now)
+        return Publication(topic: topics.bridgeEvent, payload: JSONOutput.bytes(.object(body)), retain: false)
+    }
+
+    /// `device_added`, `device_updated`, `device_removed` on `bridge/event`.
+    static func deviceListEvent(_ type: String, _ d: DeviceRecord) -> [String: JSONValue] {
+        ["type": .string(type), "id": .string(d.id), "name": .string(d.descriptor.friendlyName), "topic": .string(d.topic)]
     }
 }

@@ -156,4 +156,16 @@ enum Documents {
             "capabilities": .array(d.capabilities.map(JSONValue.string)), "source": .string(d.source.rawValue),
         ])
     }
+
+    /// `bridge/devices` (and the `devices` request's answer): every device, by topic name.
+    static func devicesDocument(_ registry: DeviceRegistry) -> JSONValue {
+        .array(registry.ids.compactMap { registry[$0] }.sorted { $0.topic < $1.topic }.map { d in
+            .object([
+                "id": .string(d.id), "name": .string(d.descriptor.friendlyName), "topic": .string(d.topic),
+                "model": .str(d.descriptor.model), "cast_type": .string(d.descriptor.castType.rawValue),
+                "address": .string(d.descriptor.host), "port": .int(d.descriptor.port), "online": .bool(d.online),
+                "source": .string(d.descriptor.source.rawValue),
+            ])
+        })
+    }
 }

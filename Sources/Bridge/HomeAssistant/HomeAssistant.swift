@@ -35,7 +35,15 @@ struct HAEntity: Sendable {
     }
 }
 
-extension BridgeCore {
+/// Home Assistant discovery as a part: given a device record (or nothing, for the bridge), the
+/// discovery configs to publish, as (topic, document). It owns no state: a config is computed from
+/// the record each time; `RetainedPublisher` publishes it change-only and remembers its topics.
+struct HomeAssistantDiscovery: Sendable {
+    let configuration: BridgeConfiguration
+    let topics: TopicGrammar
+
+    var enabled: Bool { configuration.homeassistant.enabled }
+
     static let rateOptions = ["0.5", "0.75", "1", "1.25", "1.5", "2"]
     /// The statuses of `<dev>/response`, the event types of the `last_command` event entity.
     static let responseStatuses = ["ok", "error"]
@@ -273,12 +281,7 @@ extension BridgeCore {
     }
 
     /// Every discovery config of one Cast device, as (topic, document).
-    func discoveryConfigs(_ id: DeviceID) -> [(String, JSONValue)] {
-        guard let d = registry[id] else { return [] }
-        return discoveryConfigs(d)
-    }
-
-    func discoveryConfigs(_ d: DeviceRecord) -> [(String, JSONValue)] {
+    func configs(_ d: DeviceRecord) -> [(String, JSONValue)] {
         let availability = haAvailability(d)
         let entities = Self.haEntities + Self.haTrackEntities(TrackOptions(d.media))
         return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: entities,
@@ -286,56 +289,15 @@ extension BridgeCore {
     }
 
     /// The bridge's own discovery configs.
-    var bridgeDiscoveryConfigs: [(String, JSONValue)] {
+    var bridgeConfigs: [(String, JSONValue)] {
         let availability = bridgeAvailability
         return nodeConfigs(node: bridgeNode, topicName: "bridge", entityPrefix: bridgeNode,
                            entities: Self.haBridgeEntities, device: haBridgeDeviceBlock,
                            availability: { $0.available ? availability : nil })
     }
 
-    mutating func publishDiscovery(_ id: DeviceID, force: Bool = false, _ out: inout BridgeOutput) {
-        guard let d = registry[id] else { return }
-        guard configuration.homeassistant.enabled else {
-            // The device topics are still remembered, for removal after a restart.
-            publisher.remember(d, discovery: publisher.published.devices[id]?.discovery ?? [], &out)
-            return
-        }
-        let configs = discoveryConfigs(id)
-        // Configs of this device published before under other topics (the other discovery mode):
-        // cleared first, so Home Assistant does not keep two copies of each entity.
-        let current = Set(configs.map(\.0))
-        for stale in (publisher.published.devices[id]?.discovery ?? []).sorted() where !current.contains(stale) {
-            publisher.clear(stale, &out)
-        }
-        for (topic, doc) in configs { publisher.publish(topic, doc, force: force, &out) }
-        publisher.remember(d, discovery: configs.map(\.0).sorted(), &out)
-    }
-
-    mutating func publishBridgeDiscovery(force: Bool = false, _ out: inout BridgeOutput) {
-        guard configuration.homeassistant.enabled else { return }
-        let configs = bridgeDiscoveryConfigs
-        let current = Set(configs.map(\.0))
-        for stale in publisher.published.bridge.sorted() where !current.contains(stale) { publisher.clear(stale, &out) }
-        for (topic, doc) in configs { publisher.publish(topic, doc, force: force, &out) }
-        let topics = configs.map(\.0).sorted()
-        if publisher.published.bridge != topics {
-            publisher.published.bridge = topics
-            out.publishedChanged = true
-        }
-    }
-
-    /// Home Assistant announced itself: every config again, changed or not.
-    mutating func republishDiscovery(_ out: inout BridgeOutput) {
-        guard configuration.homeassistant.enabled else { return }
-        out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
-        publishBridgeDiscovery(force: true, &out)
-        for id in registry.ids { publishDiscovery(id, force: true, &out) }
-    }
-
     /// The config topics a device has now (for clearing it).
-    func discoveryTopics(_ d: DeviceRecord) -> [String] {
-        configuration.homeassistant.enabled ? discoveryConfigs(d).map(\.0) : []
-    }
+    func configTopics(_ d: DeviceRecord) -> [String] { enabled ? configs(d).map(\.0) : [] }
 }
 
 extension JSONValue {

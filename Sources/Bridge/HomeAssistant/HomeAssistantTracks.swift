@@ -22,7 +22,7 @@ struct TrackOptions: Sendable, Hashable {
     }
 }
 
-extension BridgeCore {
+extension HomeAssistantDiscovery {
     /// The subtitle and audio language selects of a device, with the options of its media now.
     static func haTrackEntities(_ options: TrackOptions) -> [HAEntity] {
         [

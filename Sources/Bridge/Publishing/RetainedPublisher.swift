@@ -10,9 +10,10 @@ struct RetainedPublisher: Sendable {
     /// detection without encoding the document: most statuses change one document of a device,
     /// not all of them) and the payload as sent (for republishing after a broker reconnect).
     private var retained: [String: (content: Int, payload: [UInt8])] = [:]
-    /// What is retained per device, and the devices gone since the last run.
-    var published = PublishedSnapshot()
-    var goneAtStart: [DeviceID] = []
+    /// What is retained per device, and the devices gone since the last run (cleared on the
+    /// first broker connect).
+    private(set) var published = PublishedSnapshot()
+    private var goneAtStart: [DeviceID] = []
     /// `bridge/info` and `bridge/devices` are O(devices) to build and to send: a storm of device
     /// events (a thousand devices coming back after a Wi-Fi outage) publishes them at most once a
     /// second, the rest on the next tick.
@@ -93,8 +94,71 @@ struct RetainedPublisher: Sendable {
 
     // MARK: - What is retained per device (state_dir)
 
+    /// A device a previous run (or this one) published, by id, topic name or friendly name.
+    func remembered(_ key: String) -> (id: DeviceID, entry: PublishedSnapshot.Device)? {
+        guard let id = published.device(key), let entry = published.devices[id] else { return nil }
+        return (id, entry)
+    }
+
+    /// Seeds what a previous run published; `gone` (the devices that are no longer configured)
+    /// are cleared by `clearGone` on the first broker connect.
+    mutating func restore(_ snapshot: PublishedSnapshot, gone: (DeviceID, PublishedSnapshot.Device) -> Bool) {
+        published = snapshot
+        goneAtStart = snapshot.devices.keys.filter { id in snapshot.devices[id].map { gone(id, $0) } ?? false }.sorted()
+    }
+
+    /// First broker connect: the retained topics of devices gone since the previous run that
+    /// this run does not know (`known`) are cleared, once.
+    mutating func clearGone(known: (DeviceID) -> Bool, topics: TopicGrammar, _ out: inout BridgeOutput) {
+        for id in goneAtStart where !known(id) {
+            out.logs.append("clearing the retained topics of \(published.devices[id]?.name ?? id) (\(id)): it is no longer configured")
+            forget(id, topic: nil, topics: topics, &out)
+        }
+        goneAtStart = []
+    }
+
+    /// Home Assistant discovery is off: every config a previous run published is cleared.
+    mutating func clearAllDiscovery(_ out: inout BridgeOutput) {
+        for id in published.devices.keys.sorted() {
+            guard let configs = published.devices[id]?.discovery, !configs.isEmpty else { continue }
+            for t in configs { clear(t, &out) }
+            published.devices[id]?.discovery = []
+            out.publishedChanged = true
+        }
+        for t in published.bridge { clear(t, &out) }
+        if !published.bridge.isEmpty {
+            published.bridge = []
+            out.publishedChanged = true
+        }
+    }
+
+    /// A device's discovery configs (change-only, or all with `force`), after clearing the ones
+    /// it had under other topics (the other discovery mode: Home Assistant would keep two copies
+    /// of each entity); nil (discovery off): nothing is published, the device's retained topics
+    /// are still remembered for removal after a restart.
+    mutating func publishConfigs(_ d: DeviceRecord, _ configs: [(String, JSONValue)]?, force: Bool, _ out: inout BridgeOutput) {
+        let before = published.devices[d.id]?.discovery ?? []
+        guard let configs else { return remember(d, discovery: before, &out) }
+        let current = Set(configs.map(\.0))
+        for stale in before.sorted() where !current.contains(stale) { clear(stale, &out) }
+        for (topic, doc) in configs { publish(topic, doc, force: force, &out) }
+        remember(d, discovery: configs.map(\.0).sorted(), &out)
+    }
+
+    /// The bridge's own discovery configs, the same way.
+    mutating func publishBridgeConfigs(_ configs: [(String, JSONValue)], force: Bool, _ out: inout BridgeOutput) {
+        let current = Set(configs.map(\.0))
+        for stale in published.bridge.sorted() where !current.contains(stale) { clear(stale, &out) }
+        for (topic, doc) in configs { publish(topic, doc, force: force, &out) }
+        let topics = configs.map(\.0).sorted()
+        if published.bridge != topics {
+            published.bridge = topics
+            out.publishedChanged = true
+        }
+    }
+
     /// Records what is retained for a device now.
-    mutating func remember(_ d: DeviceRecord, discovery: [String], _ out: inout BridgeOutput) {
+    private mutating func remember(_ d: DeviceRecord, discovery: [String], _ out: inout BridgeOutput) {
         let entry = PublishedSnapshot.Device(topic: d.topic, name: d.descriptor.friendlyName,
                                              source: d.descriptor.source.rawValue, discovery: discovery,
                                              group: d.descriptor.castType == .group ? true : nil,

@@ -34,26 +34,19 @@ public struct SessionSnapshot: Codable, Sendable, Hashable {
     public init(devices: [DeviceID: Entry] = [:]) { self.devices = devices }
 }
 
-extension BridgeCore {
-    /// The current sessions of every device with a running app.
-    public func sessionSnapshot() -> SessionSnapshot {
-        var entries: [DeviceID: SessionSnapshot.Entry] = [:]
+extension SessionSnapshot {
+    /// The current sessions of every device with a running app; a session the bridge's own
+    /// `load` started says so (`loadedByBridge`).
+    init(_ registry: DeviceRegistry, loads: BridgeLoads) {
+        var entries: [DeviceID: Entry] = [:]
         for id in registry.ids {
             guard let device = registry[id], let app = device.activeApp else { continue }
             let loaded = app.sessionId != nil && loads.session(id) == app.sessionId
-            entries[id] = .init(appId: app.appId, sessionId: app.sessionId, transportId: app.transportId,
+            entries[id] = Entry(appId: app.appId, sessionId: app.sessionId, transportId: app.transportId,
                                 mediaSessionId: device.media?.mediaSessionId, contentId: device.media?.effectiveMedia?.contentId,
                                 loadedByBridge: loaded ? true : nil)
         }
-        return SessionSnapshot(devices: entries)
-    }
-
-    /// Seeds the sessions saved by a previous run.
-    public mutating func restore(_ snapshot: SessionSnapshot) {
-        sessions = RestoredSessions(saved: snapshot.devices)
-        for (id, entry) in snapshot.devices where entry.loadedByBridge == true {
-            if let session = entry.sessionId { loads.restore(id, session: session) }
-        }
+        self.init(devices: entries)
     }
 }
 

@@ -62,16 +62,33 @@ struct WorkScheduler: Sendable {
 
     let requestTimeout: Double
     private(set) var lanes: [DeviceID: Lane] = [:]
-    private(set) var pending: [OperationToken: PendingOperation] = [:]
+    private var pending: [OperationToken: PendingOperation] = [:]
     private var nextToken: UInt64 = 1
     /// Commands answered `busy` because their device's queue was full.
     private(set) var busyRejections = 0
-    var hold: StartupHold
+    private var hold: StartupHold
 
     init(requestTimeout: Double, startedAt: Date) {
         self.requestTimeout = requestTimeout
         self.hold = StartupHold(startedAt: startedAt)
     }
+
+    // MARK: - The startup hold (StartupHold.swift)
+
+    /// Holds a command for a device that has not been online yet while the bridge starts; true
+    /// when held.
+    mutating func holdAtStartup(_ command: StartupHold.Held, everOnline: Bool, now: Date) -> Bool {
+        hold.hold(command, everOnline: everOnline, now: now)
+    }
+
+    /// The held commands of `device` (it came online), or all of them once the window closed.
+    mutating func releaseHeld(device: String?, now: Date) -> [StartupHold.Held] { hold.release(device: device, now: now) }
+
+    /// Commands held now.
+    var heldCount: Int { hold.count }
+
+    /// Operations in flight now.
+    var inFlightCount: Int { pending.count }
 
     /// True when the device has an operation in flight or work waiting.
     func isBusy(_ id: DeviceID) -> Bool {

@@ -2,28 +2,30 @@ import CastProtocol
 import Foundation
 
 /// The router's device inputs: discovery adds, updates and removes devices (registry), a Cast
-/// client's snapshot is kept as it comes (registry) and what it changed goes to the parts that
-/// react: events, the scheduler (a device that went offline has its work answered), the jobs,
-/// the retained documents.
+/// client's snapshot is kept as it comes (registry), and what it changed goes to the parts that
+/// react — events (DeviceEvents), the scheduler (a device that went offline has its work
+/// answered), the jobs, the groups, the retained documents — whose answers are carried out here
+/// and in Effects.swift.
 extension BridgeCore {
     mutating func deviceSeen(_ d: DeviceDescriptor, now: Date, _ out: inout BridgeOutput) {
         // A dynamic speaker group is followed for its members but is no device (Groups/).
         if d.isDynamicGroup, registry[d.id] == nil {
-            dynamicGroupSeen(d, now: now, &out)
+            apply(groups.dynamicGroupSeen(d, in: registry), now: now, &out)
             return
         }
         // include/exclude is Discovery's: a device that reaches the core is admitted.
         if let added = registry.add(d) {
             out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
             publishDevice(d.id, now: now, &out)
-            publishBridgeEvent("device_added", added, now: now, &out)
-            resolveTracedDevices(&out)
+            publishBridgeEvent(DeviceEvents.deviceListEvent("device_added", added), now: now, &out)
+            // Devices `log.devices` names that just became known.
+            if !logging.devices.isEmpty { setLogLevels(logging, &out) }
         } else {
             guard registry.update(d), let device = registry[d.id] else { return }
             publishInfo(d.id, &out)
-            publishBridgeEvent("device_updated", device, now: now, &out)
+            publishBridgeEvent(DeviceEvents.deviceListEvent("device_updated", device), now: now, &out)
         }
-        membershipDeviceChanged(d.id, now: now, &out)
+        apply(groups.deviceChanged(d.id, in: registry), now: now, &out)
         bridgeTopicsChanged(now: now, &out)
         publishDiscovery(d.id, &out)
     }
@@ -31,29 +33,24 @@ extension BridgeCore {
     /// A removed device (excluded or forgotten) has its retained topics and discovery configs cleared.
     mutating func deviceRemoved(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
         if groups.isDynamic(id) {
-            dynamicGroupRemoved(id, now: now, &out)
+            apply(groups.dynamicGroupRemoved(id, in: registry), now: now, &out)
             return
         }
         guard registry[id] != nil else { return }
         failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
         guard let device = registry.remove(id) else { return }
         groups.setReconnecting(id, false, now: now)
-        publisher.forget(id, topic: device.topic, discovery: discoveryTopics(device), topics: topics, &out)
+        publisher.forget(id, topic: device.topic, discovery: homeAssistant.configTopics(device), topics: topics, &out)
         out.forgotten.append(id)
-        publishBridgeEvent("device_removed", device, now: now, &out)
-        membershipDeviceChanged(id, now: now, &out)
+        publishBridgeEvent(DeviceEvents.deviceListEvent("device_removed", device), now: now, &out)
+        apply(groups.deviceChanged(id, in: registry), now: now, &out)
         bridgeTopicsChanged(now: now, &out)
-    }
-
-    private mutating func publishBridgeEvent(_ type: String, _ d: DeviceRecord, now: Date, _ out: inout BridgeOutput) {
-        publishBridgeEvent(["type": .string(type), "id": .string(d.id), "name": .string(d.descriptor.friendlyName),
-                            "topic": .string(d.topic)], now: now, &out)
     }
 
     /// A snapshot from the device's Cast client: kept, and what it changed is acted on.
     mutating func snapshotArrived(_ id: DeviceID, _ snapshot: DeviceSnapshot, now: Date, _ out: inout BridgeOutput) {
         if groups.isDynamic(id) {
-            dynamicSnapshotArrived(id, snapshot, now: now, &out)
+            apply(groups.dynamicSnapshotArrived(id, snapshot, in: registry, now: now), now: now, &out)
             return
         }
         guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
@@ -67,10 +64,10 @@ extension BridgeCore {
                 publishDeviceEvent(id, ["type": .string("connected")], now: now, &out)
             }
             releaseHeld(device: device.topic, now: now, &out)
-            groupLinkChanged(id, online: true, now: now)
+            groups.linkChanged(id, online: true, in: registry, now: now)
             bridgeTopicsChanged(now: now, &out)
         case .wentOffline(let reason)?:
-            groupLinkChanged(id, online: false, now: now)
+            groups.linkChanged(id, online: false, in: registry, now: now)
             failAllWork(id, BridgeError(.deviceOffline, "the connection to the device was lost (\(reason))"), now: now, &out)
             publishAvailability(id, &out)
             publishDeviceEvent(id, ["type": .string("disconnected"), "reason": .string(reason)], now: now, &out)
@@ -80,58 +77,49 @@ extension BridgeCore {
         }
         if change.sessionChanged {
             if change.oldMedia != nil, change.newMedia == nil { transfers.sessionEnded(change, now: now) }
-            sessionEvents(change, now: now, &out)
+            let restored = change.oldApp == nil && change.newApp.map { sessions.consumeRestored(id, $0) } == true
+            for event in DeviceEvents.session(change, restored: restored) { publishDeviceEvent(id, event, now: now, &out) }
             out.sessionsChanged = true
         } else if change.mediaChanged, change.oldMedia != nil, change.newMedia == nil {
             // The app's transport closed: its media session is over.
             transfers.sessionEnded(change, now: now)
         }
         if change.mediaChanged {
-            mediaEvents(change, now: now, &out)
+            mediaChanged(change, now: now, &out)
             apply(announcements.observe(change, device: device, now: now), now: now, &out)
             // The track selects' options follow the media's languages (before the media document).
             if TrackOptions(change.oldMedia) != TrackOptions(change.newMedia) { publishDiscovery(id, &out) }
         }
         publishDeviceState(id, now: now, &out)
         // A group's members (and what they show) follow its snapshot.
-        if isGroup(id) || groups.membersOf[id] != nil { groupChanged(id, now: now, &out) }
+        if groups.follows(id, in: registry) { apply(groups.groupChanged(id, in: registry), now: now, &out) }
     }
 
-    // MARK: - Retained device documents
-
-    mutating func publishAvailability(_ id: DeviceID, _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
-        publisher.publishText(topics.availability(device.topic), device.online ? "online" : "offline", &out)
-    }
-
-    /// Every retained topic of a device (change-only).
-    mutating func publishDevice(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
-        publishAvailability(id, &out)
-        publisher.publish(topics.info(device.topic), infoDocument(device), &out)
-        publishDeviceState(id, now: now, &out)
-    }
-
-    /// receiver, media and state documents (change-only; `updated_at` is not content).
-    mutating func publishDeviceState(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
-        publisher.publish(topics.receiver(device.topic), Documents.receiverDocument(device.receiver),
-                          stamp: device.receiverUpdatedAt ?? now, &out)
-        // Its own media and state, or its group's while it shows its group's playback (Groups/).
-        publishMediaAndState(device, now: now, &out)
-    }
-
-    /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.
-    mutating func republishPositions(now: Date, _ out: inout BridgeOutput) {
-        let interval = configuration.media.positionInterval
-        guard interval > 0 else { return }
-        for id in registry.ids {
-            // A member showing its group's playback republishes the group's position.
-            guard let device = registry[id], device.online, case let source = shownMedia(device).source,
-                  source.media?.playerState == "PLAYING",
-                  publisher.positionDue(id, since: source.snapshot.positionAt, interval: interval, now: now) else { continue }
-            let doc = shownMedia(device, position: source.position(at: now), positionAt: now).doc
-            publisher.publish(topics.media(device.topic), doc, stamp: now, force: true, &out)
+    /// The media events of a change, and what the transfer observer learns from it.
+    private mutating func mediaChanged(_ change: DeviceChange, now: Date, _ out: inout BridgeOutput) {
+        let id = change.id
+        let media = DeviceEvents.media(change)
+        if let loaded = media.loaded { publishDeviceEvent(id, loaded, now: now, &out) }
+        if let contentId = media.loadedContent,
+           let seen = transfers.mediaStarted(on: id, contentId: contentId, position: registry[id]?.position(at: now), now: now),
+           registry[seen.from] != nil {
+            apply([.transferred(from: seen.from, to: id, contentId: contentId, position: seen.position)], now: now, &out)
         }
+        if let ended = media.ended { publishDeviceEvent(id, ended, now: now, &out) }
+        if let (contentId, position) = media.interrupted {
+            transfers.recordCandidate(id, contentId: contentId, position: position, now: now)
+        }
+    }
+
+    /// Messages from the running app on non-platform namespaces are published (not retained)
+    /// on `<base>/<dev>/message/<namespace>` (`TopicGrammar.message`).
+    mutating func appMessage(_ id: DeviceID, namespace: String, payload: CastPayload, _ out: inout BridgeOutput) {
+        guard let device = registry[id], !CastNamespace.isPlatform(namespace) else { return }
+        guard namespace.hasPrefix(CastNamespace.prefix), namespace.utf8.count <= 256 else {
+            out.debugLogs.append("\(device.topic): dropping a message on a namespace that is not urn:x-cast:… or over 256 bytes")
+            return
+        }
+        out.publish(Publication(topic: topics.message(device.topic, namespace: TopicGrammar.topicLevel(namespace)),
+                                payload: payload.bytes, retain: false))
     }
 }

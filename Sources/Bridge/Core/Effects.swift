@@ -1,0 +1,140 @@
+import CastProtocol
+import Foundation
+
+/// Where the parts' answers are carried out: the jobs' `JobEffect`s, the groups' `GroupEffect`s,
+/// and every retained document of a device (built by the parts — Documents, GroupDirectory,
+/// HomeAssistantDiscovery — and published change-only by RetainedPublisher) and every event.
+extension BridgeCore {
+    // MARK: - The parts' effects
+
+    /// Carries out what a job asked for, in order.
+    mutating func apply(_ effects: [JobEffect], now: Date, _ out: inout BridgeOutput) {
+        for effect in effects {
+            switch effect {
+            case .operation(let id, let kind, let purpose): startOperation(id, kind, purpose: purpose, now: now, &out)
+            case .respond(let ctx, let result): respond(ctx, result, &out)
+            case .transferred(let from, let to, let contentId, let position):
+                let fields = DeviceEvents.transferred(from: registry.topicName(from), to: registry.topicName(to),
+                                                      contentId: contentId, position: position)
+                publishBridgeEvent(fields, now: now, &out)
+                publishDeviceEvent(from, fields, now: now, &out)
+                publishDeviceEvent(to, fields, now: now, &out)
+            case .event(let id, let fields): publishDeviceEvent(id, fields, now: now, &out)
+            case .log(let line): out.logs.append(line)
+            }
+        }
+    }
+
+    /// Carries out what the groups asked for, in order.
+    mutating func apply(_ effects: [GroupEffect], now: Date, _ out: inout BridgeOutput) {
+        for effect in effects {
+            switch effect {
+            case .members(let gid):
+                guard let group = registry[gid] else { continue }
+                publisher.publish(topics.device(group.topic, "members"), groups.membersDocument(group, in: registry), &out)
+            case .info(let id): publishInfo(id, &out)
+            case .state(let id): publishDeviceState(id, now: now, &out)
+            case .failWork(let id, let error): failAllWork(id, error, now: now, &out)
+            case .forgotten(let id): out.forgotten.append(id)
+            case .log(let line): out.logs.append(line)
+            }
+        }
+    }
+
+    /// New log levels (a request, or devices `log.devices` names became known), resolved
+    /// against the devices known now; handed to the daemon when they changed.
+    mutating func setLogLevels(_ levels: LogLevels, _ out: inout BridgeOutput) {
+        guard let (levels, line) = logging.change(to: levels, in: registry) else { return }
+        if let line { out.logs.append(line) }
+        logging = levels
+        out.logLevels = levels
+    }
+
+    // MARK: - Retained device documents
+
+    mutating func publishAvailability(_ id: DeviceID, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publisher.publishText(topics.availability(device.topic), device.online ? "online" : "offline", &out)
+    }
+
+    /// Every retained topic of a device (change-only).
+    mutating func publishDevice(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        publishAvailability(id, &out)
+        publishInfo(id, &out)
+        publishDeviceState(id, now: now, &out)
+    }
+
+    mutating func publishInfo(_ id: DeviceID, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publisher.publish(topics.info(device.topic), groups.infoDocument(device, in: registry), &out)
+    }
+
+    /// receiver, media and state documents (change-only; `updated_at` is not content): its own
+    /// media and state, or its group's while it shows its group's playback (Groups/).
+    mutating func publishDeviceState(_ id: DeviceID, now: Date, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        publisher.publish(topics.receiver(device.topic), Documents.receiverDocument(device.receiver),
+                          stamp: device.receiverUpdatedAt ?? now, &out)
+        let (doc, source) = groups.shownMedia(device, in: registry)
+        publisher.publish(topics.media(device.topic), doc, stamp: source.media != nil ? (source.mediaUpdatedAt ?? now) : nil, &out)
+        publisher.publishText(topics.state(device.topic), source.stateWord, &out)
+    }
+
+    /// With `media.position_interval` > 0: republish `media` with an estimated position while playing.
+    mutating func republishPositions(now: Date, _ out: inout BridgeOutput) {
+        let interval = configuration.media.positionInterval
+        guard interval > 0 else { return }
+        for id in registry.ids {
+            // A member showing its group's playback republishes the group's position.
+            guard let device = registry[id], device.online, case let source = groups.shownMedia(device, in: registry).source,
+                  source.media?.playerState == "PLAYING",
+                  publisher.positionDue(id, since: source.snapshot.positionAt, interval: interval, now: now) else { continue }
+            let doc = groups.shownMedia(device, in: registry, position: source.position(at: now), positionAt: now).doc
+            publisher.publish(topics.media(device.topic), doc, stamp: now, force: true, &out)
+        }
+    }
+
+    // MARK: - Home Assistant discovery
+
+    mutating func publishDiscovery(_ id: DeviceID, force: Bool = false, _ out: inout BridgeOutput) {
+        guard let d = registry[id] else { return }
+        publisher.publishConfigs(d, homeAssistant.enabled ? homeAssistant.configs(d) : nil, force: force, &out)
+    }
+
+    mutating func publishBridgeDiscovery(force: Bool = false, _ out: inout BridgeOutput) {
+        guard homeAssistant.enabled else { return }
+        publisher.publishBridgeConfigs(homeAssistant.bridgeConfigs, force: force, &out)
+    }
+
+    /// Home Assistant announced itself: every config again, changed or not.
+    mutating func republishDiscovery(_ out: inout BridgeOutput) {
+        guard homeAssistant.enabled else { return }
+        out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
+        publishBridgeDiscovery(force: true, &out)
+        for id in registry.ids { publishDiscovery(id, force: true, &out) }
+    }
+
+    // MARK: - Events
+
+    mutating func publishDeviceEvent(_ id: DeviceID, _ fields: [String: JSONValue], now: Date, _ out: inout BridgeOutput) {
+        guard let device = registry[id] else { return }
+        out.publish(DeviceEvents.deviceEvent(fields, topics: topics, device: device.topic, now: now))
+    }
+
+    mutating func publishBridgeEvent(_ fields: [String: JSONValue], now: Date, _ out: inout BridgeOutput) {
+        out.publish(DeviceEvents.bridgeEvent(fields, topics: topics, now: now))
+    }
+
+    // MARK: - The bridge's topics
+
+    /// The device list or counts changed: publish `bridge/info` and `bridge/devices` now, or, when
+    /// they went out less than a second ago, on the next tick.
+    mutating func bridgeTopicsChanged(now: Date, force: Bool = false, _ out: inout BridgeOutput) {
+        guard publisher.bridgeTopicsDue(now: now, force: force) else { return }
+        publisher.publish(topics.bridgeInfo, .object([
+            "version": .string(configuration.version), "started_at": .time(startedAt),
+            "base_topic": .string(configuration.mqtt.baseTopic), "devices": .int(registry.count), "online": .int(registry.onlineCount),
+        ]), &out)
+        publisher.publish(topics.bridgeDevices, Documents.devicesDocument(registry), &out)
+    }
+}
