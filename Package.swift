@@ -130,10 +130,13 @@ let package = Package(
             swiftSettings: strict
         ),
         // The domain: MQTT contract <-> Cast, through protocols only.
+        // The MQTT contract's names: commands, requests, error codes, topic leaves.
+        .target(name: "Contract", swiftSettings: strict),
         .target(
             name: "Bridge",
             dependencies: [
                 "CastProtocol",
+                "Contract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -145,6 +148,7 @@ let package = Package(
         .target(
             name: "Web",
             dependencies: [
+                "Contract",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -3,8 +3,8 @@ import Foundation
 
 /// Builds the hostile messages of each class from a `HostileContext`. Pure and deterministic.
 public struct HostileGenerator: Sendable {
-    /// The largest frame body a Cast sender accepts.
-    public static let frameLimit = 65_536
+    /// The largest frame body a Cast sender accepts (CastFraming's limit: one owner).
+    public static var frameLimit: Int { CastFraming.maxBodySize }
     /// What the big classes (strings, nesting) aim at: 60 000 bytes of payload.
     public static let bigPayload = 60_000
 

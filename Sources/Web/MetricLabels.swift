@@ -1,19 +1,13 @@
+import Contract
+
 /// Label values come from outside (a command name is whatever topic an MQTT client published
 /// to): each label has a fixed set of values, so the export stays bounded whatever arrives.
 extension BridgeMetrics {
     /// The contract's device commands and bridge requests (mqtt-api.md §3, §5).
-    static let knownCommands: Set<String> = [
-        "load", "play", "pause", "toggle", "stop", "seek", "rate", "volume", "mute", "next", "previous", "launch", "quit",
-        "send", "transfer", "refresh", "announce", "skip_ad", "tracks", "queue",
-        "devices", "remove", "health_check", "log_level",
-    ]
+    static let knownCommands = Set(CommandName.allCases.map(\.rawValue) + RequestName.allCases.map(\.rawValue))
 
     /// The contract's error codes (and `ok`).
-    static let knownCodes: Set<String> = [
-        "ok", "invalid_payload", "unknown_command", "unknown_device", "device_offline", "no_app", "no_media_session",
-        "not_supported", "timeout", "load_failed", "load_cancelled", "launch_error", "invalid_request",
-        "invalid_player_state", "namespace_not_allowed", "payload_too_large", "busy", "internal",
-    ]
+    static let knownCodes = Set(ErrorCode.allCases.map(\.rawValue) + [ErrorCode.ok])
 
     static func commandLabel(_ name: String) -> String {
         if knownCommands.contains(name) { return name }

@@ -15,23 +15,6 @@ public struct CommandParser: Sendable {
     public var allowedNamespaces: [String]
 
     /// The device commands (`command/<name>`): the one list of their names.
-    enum CommandName: String, CaseIterable {
-        case load, play, pause, toggle, stop, seek, rate, volume, mute, next, previous, launch, quit, send, transfer,
-             refresh, announce
-        case skipAd = "skip_ad"
-        case tracks, queue
-
-        /// One hash look-up instead of comparing the name with each case's in turn.
-        static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
-    }
-
-    /// The bridge requests (`bridge/request/<name>`): the one list of their names.
-    enum RequestName: String, CaseIterable {
-        case devices, refresh, transfer, remove
-        case healthCheck = "health_check"
-        case logLevel = "log_level"
-    }
-
     static var commandNames: [String] { CommandName.allCases.map(\.rawValue) }
 
     /// Keys of the JSON form that every command takes (its envelope).

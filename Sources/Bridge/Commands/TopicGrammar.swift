@@ -106,23 +106,29 @@ public struct TopicGrammar: Sendable, Hashable {
 
     // MARK: building
 
-    public var bridgeState: String { "\(base)/bridge/state" }
-    public var bridgeInfo: String { "\(base)/bridge/info" }
-    public var bridgeDevices: String { "\(base)/bridge/devices" }
-    public var bridgeEvent: String { "\(base)/bridge/event" }
-    public func bridgeResponse(_ name: String) -> String { "\(base)/bridge/response/\(name)" }
-    public func bridgeRequest(_ name: String) -> String { "\(base)/bridge/request/\(name)" }
+    // Every leaf is the contract's (Contract: BridgeLeaf, DeviceLeaf, CommandName, RequestName);
+    // the parser above compares the same words as bytes (ContractTests: every built topic parses).
+    public func bridge(_ leaf: BridgeLeaf) -> String { "\(base)/bridge/\(leaf.rawValue)" }
+    public var bridgeState: String { bridge(.state) }
+    public var bridgeInfo: String { bridge(.info) }
+    public var bridgeDevices: String { bridge(.devices) }
+    public var bridgeEvent: String { bridge(.event) }
+    public func bridgeResponse(_ name: String) -> String { "\(bridge(.response))/\(name)" }
+    public func bridgeRequest(_ name: String) -> String { "\(bridge(.request))/\(name)" }
+    public func bridgeRequest(_ name: RequestName) -> String { bridgeRequest(name.rawValue) }
 
-    public func device(_ dev: String, _ leaf: String) -> String { "\(base)/\(dev)/\(leaf)" }
-    public func availability(_ dev: String) -> String { device(dev, "availability") }
-    public func info(_ dev: String) -> String { device(dev, "info") }
-    public func receiver(_ dev: String) -> String { device(dev, "receiver") }
-    public func media(_ dev: String) -> String { device(dev, "media") }
-    public func state(_ dev: String) -> String { device(dev, "state") }
-    public func event(_ dev: String) -> String { device(dev, "event") }
-    public func response(_ dev: String) -> String { device(dev, "response") }
-    public func command(_ dev: String, _ name: String) -> String { device(dev, "command/\(name)") }
-    public func message(_ dev: String, namespace: String) -> String { device(dev, "message/\(namespace)") }
+    public func device(_ dev: String, _ leaf: DeviceLeaf) -> String { "\(base)/\(dev)/\(leaf.rawValue)" }
+    public func availability(_ dev: String) -> String { device(dev, .availability) }
+    public func info(_ dev: String) -> String { device(dev, .info) }
+    public func receiver(_ dev: String) -> String { device(dev, .receiver) }
+    public func media(_ dev: String) -> String { device(dev, .media) }
+    public func state(_ dev: String) -> String { device(dev, .state) }
+    public func event(_ dev: String) -> String { device(dev, .event) }
+    public func response(_ dev: String) -> String { device(dev, .response) }
+    public func members(_ dev: String) -> String { device(dev, .members) }
+    public func command(_ dev: String, _ name: String) -> String { "\(device(dev, .command))/\(name)" }
+    public func command(_ dev: String, _ name: CommandName) -> String { command(dev, name.rawValue) }
+    public func message(_ dev: String, namespace: String) -> String { "\(device(dev, .message))/\(namespace)" }
 
     /// `text` as a single topic level (an app message's namespace): `%`, `/`, `+`, `#` and
     /// control characters percent-encoded (`urn:x-cast:a/b` -> `urn:x-cast:a%2Fb`).

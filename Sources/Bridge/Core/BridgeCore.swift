@@ -38,11 +38,14 @@ public struct BridgeCore: Sendable {
     var loads = BridgeLoads()
     /// The log levels in force (Configuration/LogLevels.swift).
     var logging: LogLevels
-    var mqttConnects = 0
-    /// MQTT messages answered `busy` because the bridge's input queue was full.
-    var mqttBusyRejections = 0
+    /// What `health_check` reports besides the devices.
+    var health = HealthCounters()
+
     /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
-    public var inputOverload: [String: Int] = [:]
+    public var inputOverload: [String: Int] {
+        get { health.inputOverload }
+        set { health.inputOverload = newValue }
+    }
 
     public init(configuration: BridgeConfiguration, startedAt: Date) {
         self.configuration = configuration
@@ -161,7 +164,7 @@ public struct BridgeCore: Sendable {
 
     /// After every broker (re)connect: bridge state online first, then every retained topic.
     mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
-        mqttConnects += 1
+        health.mqttConnects += 1
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
         publisher.record(topics.bridgeState, text: "online")
         bridgeTopicsChanged(now: now, force: true, &out)
@@ -178,4 +181,14 @@ public struct BridgeCore: Sendable {
 /// Seconds for a message: `10`, `2.5`; any value, also one a device made up (`1e19`), prints.
 func formatSeconds(_ s: Double) -> String {
     Int(jsonNumber: s).map(String.init) ?? String(s)
+}
+
+/// Counters of the bridge's own health (`bridge/request/health_check`).
+struct HealthCounters: Sendable {
+    /// Broker connects in this run (the first is no reconnect).
+    var mqttConnects = 0
+    /// MQTT messages answered `busy` because the bridge's input queue was full.
+    var mqttBusyRejections = 0
+    /// Inputs the I/O side dropped or coalesced under load.
+    var inputOverload: [String: Int] = [:]
 }

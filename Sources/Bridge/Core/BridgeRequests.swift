@@ -8,10 +8,10 @@ extension BridgeCore {
         case .devices:
             respond(ctx, .success(Documents.devicesDocument(registry)), &out)
         case .healthCheck:
-            var overload = inputOverload.mapValues { JSONValue.number(Double($0)) }
-            overload["busy_commands"] = .int(scheduler.busyRejections + mqttBusyRejections)
+            var overload = health.inputOverload.mapValues { JSONValue.number(Double($0)) }
+            overload["busy_commands"] = .int(scheduler.busyRejections + health.mqttBusyRejections)
             respond(ctx, .success(.object(["healthy": .bool(true), "devices": .int(registry.count), "online": .int(registry.onlineCount),
-                                           "mqtt_reconnects": .int(max(0, mqttConnects - 1)),
+                                           "mqtt_reconnects": .int(max(0, health.mqttConnects - 1)),
                                            "overload": .object(overload)])), &out)
         case .refresh:
             let online = registry.ids.filter { registry[$0]?.online == true }

@@ -31,7 +31,7 @@ extension BridgeCore {
             switch effect {
             case .members(let gid):
                 guard let group = registry[gid] else { continue }
-                publisher.publish(topics.device(group.topic, "members"), groups.membersDocument(group, in: registry), &out)
+                publisher.publish(topics.members(group.topic), groups.membersDocument(group, in: registry), &out)
             case .info(let id): publishInfo(id, &out)
             case .state(let id): publishDeviceState(id, now: now, &out)
             case .failWork(let id, let error): failAllWork(id, error, now: now, &out)

@@ -71,7 +71,7 @@ extension BridgeCore {
         }
         var ctx = Self.context(name, default: defaultTopic, responseTopic: responseTopic, correlationData: correlationData, now: now)
         if case .success(let (_, envelope)) = parser.bodyAndEnvelope(payload) { ctx.id = envelope.id }
-        mqttBusyRejections += 1
+        health.mqttBusyRejections += 1
         respond(ctx, .failure(BridgeError(.busy, "the bridge is overloaded; the command was not run, try again")), &out)
     }
 

@@ -76,8 +76,8 @@ struct HomeAssistantDiscovery: Sendable {
 
     /// The entity table: one row per entity of every Cast device.
     static var haEntities: [HAEntity] {
-        func button(_ command: String, _ name: String, _ icon: String) -> HAEntity {
-            HAEntity(platform: "button", object: command, name: name) { t, dev in
+        func button(_ command: CommandName, _ name: String, _ icon: String) -> HAEntity {
+            HAEntity(platform: "button", object: command.rawValue, name: name) { t, dev in
                 ["command_topic": .string(t.command(dev, command)), "payload_press": .string("{}"), "icon": .string(icon)]
             }
         }
@@ -119,28 +119,28 @@ struct HomeAssistantDiscovery: Sendable {
             },
             HAEntity(platform: "number", object: "volume", name: "Volume") { t, dev in
                 ["state_topic": .string(t.receiver(dev)), "value_template": .string(Template.volumePercent),
-                 "command_topic": .string(t.command(dev, "volume")), "min": .int(0), "max": .int(100),
+                 "command_topic": .string(t.command(dev, .volume)), "min": .int(0), "max": .int(100),
                  "step": .int(1), "mode": .string("slider"), "unit_of_measurement": .string("%"),
                  "icon": .string("mdi:volume-high")]
             },
             HAEntity(platform: "switch", object: "mute", name: "Mute") { t, dev in
                 ["state_topic": .string(t.receiver(dev)), "value_template": .string(Template.muted),
-                 "command_topic": .string(t.command(dev, "mute")), "payload_on": .string("true"),
+                 "command_topic": .string(t.command(dev, .mute)), "payload_on": .string("true"),
                  "payload_off": .string("false"), "state_on": .string("ON"), "state_off": .string("OFF"),
                  "icon": .string("mdi:volume-off")]
             },
             HAEntity(platform: "select", object: "playback_rate", name: "Playback rate") { t, dev in
                 ["state_topic": .string(t.media(dev)), "value_template": .string(Template.rate),
-                 "command_topic": .string(t.command(dev, "rate")),
+                 "command_topic": .string(t.command(dev, .rate)),
                  "options": .array(rateOptions.map(JSONValue.string)), "icon": .string("mdi:speedometer")]
             },
-            button("play", "Play", "mdi:play"),
-            button("pause", "Pause", "mdi:pause"),
-            button("stop", "Stop", "mdi:stop"),
-            button("next", "Next", "mdi:skip-next"),
-            button("previous", "Previous", "mdi:skip-previous"),
+            button(.play, "Play", "mdi:play"),
+            button(.pause, "Pause", "mdi:pause"),
+            button(.stop, "Stop", "mdi:stop"),
+            button(.next, "Next", "mdi:skip-next"),
+            button(.previous, "Previous", "mdi:skip-previous"),
             HAEntity(platform: "text", object: "load_url", name: "Load URL") { t, dev in
-                ["command_topic": .string(t.command(dev, "load")), "mode": .string("text"), "max": .int(255),
+                ["command_topic": .string(t.command(dev, .load)), "mode": .string("text"), "max": .int(255),
                  "icon": .string("mdi:link")]
             },
             HAEntity(platform: "event", object: "last_command", name: "Last command") { t, dev in
@@ -166,7 +166,7 @@ struct HomeAssistantDiscovery: Sendable {
                  "state_class": .string("measurement"), "icon": .string("mdi:cast-connected")]
             },
             HAEntity(platform: "button", object: "refresh", name: "Refresh") { t, _ in
-                ["command_topic": .string(t.bridgeRequest("refresh")), "payload_press": .string("{}"),
+                ["command_topic": .string(t.bridgeRequest(.refresh)), "payload_press": .string("{}"),
                  "icon": .string("mdi:refresh")]
             },
         ]

@@ -29,7 +29,7 @@ extension HomeAssistantDiscovery {
             HAEntity(platform: "select", object: "subtitles", name: "Subtitles", fields: { t, dev in
                 ["state_topic": .string(t.media(dev)),
                  "value_template": .string(TrackTemplate.state(type: "text", options: options.subtitles, none: "'off'")),
-                 "command_topic": .string(t.command(dev, "tracks")),
+                 "command_topic": .string(t.command(dev, .tracks)),
                  "command_template": .string(#"{"subtitles": "{{ value }}"}"#),
                  "options": .array(options.subtitles.map(JSONValue.string)), "icon": .string("mdi:subtitles")]
             }, extraAvailability: { t, dev in
@@ -38,7 +38,7 @@ extension HomeAssistantDiscovery {
             HAEntity(platform: "select", object: "audio_language", name: "Audio language", fields: { t, dev in
                 ["state_topic": .string(t.media(dev)),
                  "value_template": .string(TrackTemplate.state(type: "audio", options: options.audio, none: "none")),
-                 "command_topic": .string(t.command(dev, "tracks")),
+                 "command_topic": .string(t.command(dev, .tracks)),
                  "command_template": .string(#"{"audio": "{{ value }}"}"#),
                  "options": .array(options.audio.map(JSONValue.string)), "icon": .string("mdi:translate")]
             }, extraAvailability: { t, dev in

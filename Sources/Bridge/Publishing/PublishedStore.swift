@@ -46,9 +46,9 @@ public struct PublishedSnapshot: Codable, Sendable, Hashable {
 
 extension PublishedSnapshot {
     /// The retained device topics the bridge publishes for every device.
-    static let retainedDeviceLeaves = ["availability", "info", "receiver", "media", "state"]
+    static let retainedDeviceLeaves = DeviceLeaf.allCases.filter { $0.isRetained && $0 != .members }
     /// The retained topics a speaker group has besides those.
-    static let retainedGroupLeaves = ["members"]
+    static let retainedGroupLeaves: [DeviceLeaf] = [.members]
 
     /// A remembered device, by id, topic name or friendly name.
     func device(_ key: String) -> DeviceID? {
