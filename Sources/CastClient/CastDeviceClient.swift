@@ -112,37 +112,21 @@ public final class CastDeviceClient: Sendable {
     public struct Requests: Sendable {
         let client: CastDeviceClient
 
-        public func getReceiverStatus() -> EventLoopFuture<ReceiverStatus> { receiver(.getStatus) }
-        public func setVolume(level: Double) -> EventLoopFuture<ReceiverStatus> { receiver(.setVolume(level: level)) }
-        public func setMuted(_ muted: Bool) -> EventLoopFuture<ReceiverStatus> { receiver(.setMuted(muted)) }
+        /// Receiver GET_STATUS, SET_VOLUME: complete when the device answered. The status of the
+        /// answer reaches the caller once, as the snapshot it changed (`events`), not here too.
+        public func getReceiverStatus() -> EventLoopFuture<Void> { receiver(.getStatus) }
+        public func setVolume(level: Double) -> EventLoopFuture<Void> { receiver(.setVolume(level: level)) }
+        public func setMuted(_ muted: Bool) -> EventLoopFuture<Void> { receiver(.setMuted(muted)) }
 
-        /// LAUNCH; completes when the app runs and is joined.
+        /// LAUNCH; completes when the app runs and is joined. Whether an app must be launched
+        /// at all is the caller's decision (the bridge's planner decides it against the
+        /// snapshot's `joinedApp`): this always launches.
         public func launch(appId: String) -> EventLoopFuture<ReceiverApplication> {
             client.submit { client.launchOnLoop(appId) }
         }
 
-        /// Joins `appId` if it already runs, otherwise launches it; never relaunches a running
-        /// app. The check and the launch happen in one step on the device's loop.
-        public func ensureApp(_ appId: String) -> EventLoopFuture<ReceiverApplication> {
-            client.submit {
-                if let app = client.box.value.session.joinedApp, app.appId == appId {
-                    return client.eventLoop.makeSucceededFuture(app)
-                }
-                return client.launchOnLoop(appId)
-            }
-        }
-
         /// Receiver STOP of `sessionId` (the session the caller saw running).
-        public func stopApp(sessionId: String) -> EventLoopFuture<ReceiverStatus> { receiver(.stop(sessionId: sessionId)) }
-
-        /// Media GET_STATUS on the joined app; when no app is joined, nothing to ask: nil at
-        /// once (checked and sent in one step on the loop).
-        public func mediaStatusIfJoined() -> EventLoopFuture<MediaStatus?> {
-            client.submit {
-                guard client.box.value.session.joinedApp != nil else { return client.eventLoop.makeSucceededFuture(nil) }
-                return client.mediaOnLoop(.getStatus(mediaSessionId: nil))
-            }
-        }
+        public func stopApp(sessionId: String) -> EventLoopFuture<Void> { receiver(.stop(sessionId: sessionId)) }
 
         /// A media request, exactly as given (its media session id included), to the joined
         /// app; completes with the media status after the reply. Fails with `noApp` when no app
@@ -169,7 +153,7 @@ public final class CastDeviceClient: Sendable {
             client.submit { client.appMessageOnLoop(namespace: namespace, payload: payload, awaitReply: awaitReply) }
         }
 
-        private func receiver(_ request: ReceiverRequest) -> EventLoopFuture<ReceiverStatus> {
+        private func receiver(_ request: ReceiverRequest) -> EventLoopFuture<Void> {
             client.submit { client.receiverOnLoop(request) }
         }
     }
@@ -184,16 +168,17 @@ public final class CastDeviceClient: Sendable {
         return connection.waitForApp(appId, launch: launch)
     }
 
-    private func receiverOnLoop(_ request: ReceiverRequest) -> EventLoopFuture<ReceiverStatus> {
+    /// A receiver request; completes when its answer (a receiver status) was read. The status
+    /// itself went into the session (and out as a snapshot) when it was dispatched.
+    private func receiverOnLoop(_ request: ReceiverRequest) -> EventLoopFuture<Void> {
         box.value.request(namespace: CastNamespace.receiver, destination: CastEndpoint.receiver) {
             .string(request.json(requestId: $0))
         }.flatMapThrowing { reply in
             // Completed right after the reply was dispatched: its status is already parsed.
-            if let parsed = self.box.value.parsedReceiverReply, parsed.payload == reply.payload { return parsed.status }
-            guard case .status(_, let status)? = try? ReceiverResponse.parse(reply.payload) else {
+            if let parsed = self.box.value.parsedReceiverReply, parsed.payload == reply.payload { return }
+            guard case .status? = try? ReceiverResponse.parse(reply.payload) else {
                 throw CastError(.unexpectedReply, "the device answered with something other than a receiver status")
             }
-            return status
         }
     }
 

@@ -7,6 +7,8 @@ import NIOCore
 /// (futures on the device's event loop). Every path ends in exactly one result. The statuses that
 /// answer a request reach the bridge as snapshots (before this result), so a result says only
 /// whether the device confirmed, plus the data of a reply (an app message, a session state).
+/// Whether an app is launched before a request is the bridge's decision (`launchFirst`, made by
+/// its planner against the device's snapshot); nothing here looks at the device's state.
 ///
 /// No task and no waiting: `dispatch` hands the request to the device's event loop and returns;
 /// the completion is called on that loop. The consumer thus never waits for a device, and a
@@ -20,12 +22,17 @@ enum OperationDispatch {
     }
 
     private static func requests(for operation: CastOperation, _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
+        guard let appId = operation.launchFirst else { return request(operation, requests) }
+        return requests.launch(appId: appId).flatMap { _ in request(operation, requests) }
+    }
+
+    private static func request(_ operation: CastOperation, _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
         switch operation.kind {
         case .getReceiverStatus:
             return done(requests.getReceiverStatus())
         case .getMediaStatus:
-            // Nothing to read without a joined app (the bridge asks only when one runs).
-            return done(requests.mediaStatusIfJoined())
+            // Planned only with an app joined (else completed by the bridge without asking).
+            return done(requests.media(.getStatus(mediaSessionId: nil)))
         case .launch(let appId):
             return done(requests.launch(appId: appId))
         case .stopApp(let sessionId):
@@ -36,27 +43,18 @@ enum OperationDispatch {
             return done(requests.setMuted(muted))
         case .media(let request):
             return done(requests.media(request))
-        case .load(let request, let appId):
-            return inApp(appId, .load(request), requests)
-        case .queueLoad(let request, let appId):
-            return inApp(appId, .queueLoad(request), requests)
-        case .send(let namespace, let payload, let appId, let awaitReply):
-            let send: @Sendable () -> EventLoopFuture<CastPayload?> = {
-                requests.sendAppMessage(namespace: namespace, payload: payload, awaitReply: awaitReply ? operation.timeout : nil)
-            }
-            let reply = appId.map { requests.ensureApp($0).flatMap { _ in send() } } ?? send()
-            return reply.map { $0.map(OperationResult.appMessage) ?? .done }
+        case .load(let request, _):
+            return done(requests.media(.load(request)))
+        case .queueLoad(let request, _):
+            return done(requests.media(.queueLoad(request)))
+        case .send(let namespace, let payload, _, let awaitReply):
+            return requests.sendAppMessage(namespace: namespace, payload: payload, awaitReply: awaitReply ? operation.timeout : nil)
+                .map { $0.map(OperationResult.appMessage) ?? .done }
         case .storeSession(let mediaSessionId):
             return requests.storeSession(mediaSessionId: mediaSessionId).map(OperationResult.sessionState)
-        case .resumeSession(let state, let appId):
-            return inApp(appId, .resumeSession(sessionState: state), requests)
+        case .resumeSession(let state, _):
+            return done(requests.media(.resumeSession(sessionState: state)))
         }
-    }
-
-    /// Joins or launches `appId`, then sends `request` to it.
-    private static func inApp(_ appId: String, _ request: MediaRequest,
-                              _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
-        requests.ensureApp(appId).flatMap { _ in done(requests.media(request)) }
     }
 
     private static func done<T>(_ future: EventLoopFuture<T>) -> EventLoopFuture<OperationResult> {

@@ -8,7 +8,7 @@ struct ClientAPITests {
     @Test func connectsOverTLS() async throws {
         try await withHarness { h in
             try await h.connect()
-            let status = try await h.client.requests.getReceiverStatus().get()
+            let status = try await h.client.receiverStatus(after: h.client.requests.getReceiverStatus())
             #expect(status.runningApp?.appId == CastAppID.backdrop)
             #expect(status.activeApp == nil)
             // The device saw the platform CONNECT before anything else.
@@ -59,9 +59,9 @@ struct ClientAPITests {
             status = try await h.client.media { .setPlaybackRate(mediaSessionId: $0, rate: 1.5) }
             #expect(status?.playbackRate == 1.5)
 
-            let volume = try await h.client.requests.setVolume(level: 0.25).get()
+            let volume = try await h.client.receiverStatus(after: h.client.requests.setVolume(level: 0.25))
             #expect(abs((volume.volume?.level ?? 0) - 0.25) < 0.001)
-            let muted = try await h.client.requests.setMuted(true).get()
+            let muted = try await h.client.receiverStatus(after: h.client.requests.setMuted(true))
             #expect(muted.volume?.muted == true)
 
             status = try await h.client.media { .stop(mediaSessionId: $0) }
@@ -86,7 +86,7 @@ struct ClientAPITests {
     @Test func queueLoadNextPrevious() async throws {
         try await withHarness { h in
             try await h.connect()
-            _ = try await h.client.requests.ensureApp(CastAppID.defaultMediaReceiver).get()
+            _ = try await h.client.requests.launch(appId: CastAppID.defaultMediaReceiver).get()
             let items = (1...3).map { i in
                 QueueItem(media: MediaInformation(contentId: "http://127.0.0.1/\(i).mp3", contentType: "audio/mpeg", duration: 100))
             }
@@ -115,7 +115,7 @@ struct ClientAPITests {
             } catch let error as CastError {
                 #expect(error.code == .noApp)
             }
-            _ = try await h.client.requests.ensureApp(CastAppID.defaultMediaReceiver).get()
+            _ = try await h.client.requests.launch(appId: CastAppID.defaultMediaReceiver).get()
             // The device's own refusals (the client sends a request as given: whether there is a
             // media session to control is the bridge's planner's question, BridgeTests).
             do {
@@ -152,7 +152,7 @@ struct ClientAPITests {
     @Test func customNamespaceTextBinaryAndReply() async throws {
         try await withHarness { h in
             try await h.connect()
-            _ = try await h.client.requests.ensureApp(SimulatedAppID.echo).get()
+            _ = try await h.client.requests.launch(appId: SimulatedAppID.echo).get()
             let reply = try await h.client.requests.sendAppMessage(namespace: SimulatedAppID.echoNamespace,
                                                           payload: .string(#"{"hello":"world"}"#), awaitReply: .seconds(2)).get()
             #expect(reply == .string(#"{"hello":"world"}"#))
@@ -180,7 +180,7 @@ struct ClientAPITests {
     @Test func oversizedPayloadIsRefusedBeforeSending() async throws {
         try await withHarness { h in
             try await h.connect()
-            _ = try await h.client.requests.ensureApp(SimulatedAppID.echo).get()
+            _ = try await h.client.requests.launch(appId: SimulatedAppID.echo).get()
             let before = h.device.received(namespace: SimulatedAppID.echoNamespace).count
             do {
                 _ = try await h.client.requests.sendAppMessage(namespace: SimulatedAppID.echoNamespace,
@@ -232,7 +232,7 @@ struct ClientAdBreakTests {
     @Test func skipAdDuringASkippableBreak() async throws {
         try await withHarness { h in
             try await h.connect()
-            _ = try await h.client.requests.ensureApp(CastAppID.defaultMediaReceiver).get()
+            _ = try await h.client.requests.launch(appId: CastAppID.defaultMediaReceiver).get()
             let media = MediaInformation(
                 contentId: "http://127.0.0.1/show.mp4", contentType: "video/mp4", duration: 600,
                 breaks: .array([.object(["id": .string("b1"), "position": .number(0), "breakClipIds": .array([.string("c1")])])]),

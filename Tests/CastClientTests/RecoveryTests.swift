@@ -98,7 +98,7 @@ struct RecoveryTests {
             #expect(await h.log.wait { $0.isDisconnected })
             #expect(await h.log.wait(timeout: .seconds(10)) { $0.isConnected })
             // The restarted device runs no app; the client reports that instead of stale state.
-            let status = try await h.client.requests.getReceiverStatus().get()
+            let status = try await h.client.receiverStatus(after: h.client.requests.getReceiverStatus())
             #expect(status.activeApp == nil)
             #expect(await h.client.snapshot.joinedApp == nil)
             #expect(h.device.counters.launches == 1)

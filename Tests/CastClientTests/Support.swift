@@ -95,7 +95,14 @@ extension CastDeviceClient {
     /// Receiver STOP of the session the client sees running.
     @discardableResult
     func stopRunningApp() async throws -> ReceiverStatus {
-        try await requests.stopApp(sessionId: await snapshot.device.activeApp?.sessionId ?? "").get()
+        try await receiverStatus(after: requests.stopApp(sessionId: await snapshot.device.activeApp?.sessionId ?? ""))
+    }
+
+    /// The receiver status a receiver request was answered with, as the client keeps it (the
+    /// request itself completes without it: the status travels once, into the snapshot).
+    func receiverStatus(after request: EventLoopFuture<Void>) async throws -> ReceiverStatus {
+        try await request.get()
+        return try #require(await snapshot.device.receiver)
     }
 }
 

@@ -149,4 +149,32 @@ extension CommandPlanner {
         case .load, .volume, .mute, .launch, .quit, .send, .transfer, .refresh, .announce: return false
         }
     }
+
+    // MARK: - Join or launch
+
+    /// How an operation reaches its app, decided here and only here, when the operation starts.
+    enum AppStep: Equatable {
+        /// Sent as it is: to the platform, or to the app the client joined.
+        case send
+        /// Its app is not the joined one: launch (and join) it first.
+        case launchFirst(String)
+        /// A media status query with no app joined: nothing to ask, done at once.
+        case nothingToAsk
+    }
+
+    /// Join or launch, against what the device's snapshot carries (`joinedApp`): an app that
+    /// runs and is joined is used as it is (never relaunched or reloaded); any other is
+    /// launched first. A dynamic group is planned against its own snapshot the same way.
+    static func appStep(_ kind: CastOperationKind, device: DeviceRecord?) -> AppStep {
+        let joined = device?.snapshot.joinedApp?.appId
+        let appId: String?
+        switch kind {
+        case .getMediaStatus: return joined == nil ? .nothingToAsk : .send
+        case .load(_, let app), .queueLoad(_, let app), .resumeSession(_, let app): appId = app
+        case .send(_, _, let app, _): appId = app
+        case .getReceiverStatus, .launch, .stopApp, .setVolume, .setMuted, .media, .storeSession: appId = nil
+        }
+        guard let appId, appId != joined else { return .send }
+        return .launchFirst(appId)
+    }
 }

@@ -73,8 +73,16 @@ extension BridgeCore {
     /// Starts an operation, or queues it behind the device's running one.
     mutating func startOperation(_ id: DeviceID, _ kind: CastOperationKind, purpose: Purpose, now: Date,
                                  timeout: Double? = nil, _ out: inout BridgeOutput) {
-        if let operation = scheduler.enqueue(id, kind, purpose: purpose, now: now, timeout: timeout) {
+        guard var operation = scheduler.enqueue(id, kind, purpose: purpose, now: now, timeout: timeout) else { return }
+        switch CommandPlanner.appStep(kind, device: groups.record(id, in: registry)) {
+        case .send:
             out.operations.append(operation)
+        case .launchFirst(let appId):
+            operation.launchFirst = appId
+            out.operations.append(operation)
+        case .nothingToAsk:
+            // Completed where it was decided (bounded: each completion frees the lane once).
+            operationCompleted(operation.token, .success(.done), now: now, &out)
         }
     }
 

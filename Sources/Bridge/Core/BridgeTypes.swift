@@ -136,12 +136,19 @@ public struct CastOperation: Sendable, Hashable {
     public var kind: CastOperationKind
     /// How long the I/O side should wait for the answer; the bridge also times out on its own.
     public var timeout: Duration
+    /// The app to launch (and join) before the request; nil: the request goes to the app the
+    /// client has joined, or needs none. Decided once, by `CommandPlanner.appStep`, against
+    /// the device's snapshot when the operation starts (`DeviceSnapshot.joinedApp`); the I/O
+    /// side does what it says and decides nothing.
+    public var launchFirst: String?
 
-    public init(token: OperationToken, deviceID: DeviceID, kind: CastOperationKind, timeout: Duration) {
+    public init(token: OperationToken, deviceID: DeviceID, kind: CastOperationKind, timeout: Duration,
+                launchFirst: String? = nil) {
         self.token = token
         self.deviceID = deviceID
         self.kind = kind
         self.timeout = timeout
+        self.launchFirst = launchFirst
     }
 }
 
@@ -149,8 +156,8 @@ public struct CastOperation: Sendable, Hashable {
 public enum CastOperationKind: Sendable, Hashable {
     /// Receiver GET_STATUS (the status arrives as an event).
     case getReceiverStatus
-    /// Join the running app (CONNECT to its transportId if not yet connected) and send media
-    /// GET_STATUS (the status arrives as an event; nothing is sent without a joined app).
+    /// Media GET_STATUS to the joined app (the status arrives as an event). Without a joined
+    /// app there is nothing to ask: the planner completes it at once (`AppStep.nothingToAsk`).
     case getMediaStatus
     /// Receiver LAUNCH (LAUNCH_ERROR -> `launch_error`).
     case launch(appId: String)
@@ -163,17 +170,17 @@ public enum CastOperationKind: Sendable, Hashable {
     /// A media-namespace request to the joined app, with the mediaSessionId already filled in
     /// (media error replies -> the matching `BridgeError`).
     case media(MediaRequest)
-    /// Launch `appId` unless it already runs, join it, then LOAD (the status arrives as an event).
+    /// LOAD in `appId` (launched first unless joined: `CastOperation.launchFirst`); the status arrives as an event.
     case load(LoadRequest, appId: String)
-    /// Launch `appId` unless it already runs, join it, then QUEUE_LOAD (the status arrives as an event).
+    /// QUEUE_LOAD in `appId` (launched first unless joined); the status arrives as an event.
     case queueLoad(QueueLoadRequest, appId: String)
-    /// Launch `appId` (when given and not running), join the running app and send `payload` on
-    /// `namespace`. With `awaitReply`, complete with the next message of the app on that
+    /// Send `payload` on `namespace` to the joined app (`appId` given: that app, launched first
+    /// unless joined). With `awaitReply`, complete with the next message of the app on that
     /// namespace (`.appMessage`), else with `.done` once written.
     case send(namespace: String, payload: CastPayload, appId: String?, awaitReply: Bool)
     /// Media STORE_SESSION of that media session -> `.sessionState`.
     case storeSession(mediaSessionId: Int)
-    /// Launch `appId` unless it runs, join it, media RESUME_SESSION (the status arrives as an event).
+    /// Media RESUME_SESSION in `appId` (launched first unless joined); the status arrives as an event.
     case resumeSession(sessionState: JSONValue, appId: String)
 
     /// The case's name in snake case, the `operation` label of `/metrics` (a fixed set of values).

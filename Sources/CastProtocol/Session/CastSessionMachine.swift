@@ -65,7 +65,12 @@ public struct CastSessionMachine: Sendable {
     private var lastPublished: DeviceSnapshot?
     /// The current connection's platform answered; `link` turns online with its first status.
     private var answered = false
-    private var joined: ReceiverApplication?
+    /// The joined app session lives in the snapshot (`DeviceSnapshot.joinedApp`): what the
+    /// client sends to and what the bridge plans against are one value.
+    private var joined: ReceiverApplication? {
+        get { snapshot.joinedApp }
+        set { snapshot.joinedApp = newValue }
+    }
     private var closedTransports: Set<String> = []
     /// The media session's queue: order and item metadata (QueueMetadata.swift).
     private var queue = QueueMetadata()

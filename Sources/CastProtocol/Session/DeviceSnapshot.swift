@@ -28,15 +28,20 @@ public struct DeviceSnapshot: Sendable, Hashable {
     public var positionAt: Date?
     /// Speaker group membership, for a device that answers on the multizone namespace.
     public var multizone: MultizoneState?
+    /// The app session the client joined on the current connection (its transport is where
+    /// media and app messages go); nil when none is joined. A command planned against the
+    /// snapshot decides from this whether its app must be launched first.
+    public var joinedApp: ReceiverApplication?
 
     public init(generation: Int = 0, link: Link = .unknown, receiver: ReceiverStatus? = nil, media: MediaStatus? = nil,
-                positionAt: Date? = nil, multizone: MultizoneState? = nil) {
+                positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil) {
         self.generation = generation
         self.link = link
         self.receiver = receiver
         self.media = media
         self.positionAt = positionAt
         self.multizone = multizone
+        self.joinedApp = joinedApp
     }
 
     public var isOnline: Bool { link == .online }
