@@ -2,8 +2,8 @@ import Bridge
 import Foundation
 import Logging
 import MQTT
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import Web
 
 /// What the web page and `/metrics` see of the daemon, in one place: `BridgeRuntime` calls one
@@ -15,11 +15,11 @@ final class RuntimeObservers: Sendable {
     let metrics: BridgeMetrics
     let hub: WebHub?
     let server: WebServer?
-    private let latest: NIOLockedValueBox<CoreGauges?>
+    private let latest: LatestGauges
     private let inputs: InputQueue
 
     init(configuration: BridgeConfiguration, logger: Logger, metrics: BridgeMetrics, logTail: LogTail, inputs: InputQueue) {
-        let latest = NIOLockedValueBox<CoreGauges?>(nil)
+        let latest = LatestGauges()
         self.latest = latest
         self.metrics = metrics
         self.inputs = inputs
@@ -39,7 +39,7 @@ final class RuntimeObservers: Sendable {
                                  configurationText: ConfigurationLoader.printable(configuration),
                                  ingressAddress: configuration.web.ingressAddress),
             hub: hub, metrics: metrics, logger: logger, stats: { [latest, inputs, metrics] in
-                Self.stats(latest.withLockedValue { $0 }, inputs: inputs, metrics: metrics)
+                Self.stats(latest.value, inputs: inputs, metrics: metrics)
             })
     }
 
@@ -84,7 +84,7 @@ final class RuntimeObservers: Sendable {
 
     /// Once a second, on the consumer's tick.
     func tick(_ gauges: CoreGauges) {
-        latest.withLockedValue { $0 = gauges }
+        latest.value = gauges
         metrics.core(devices: gauges.devices, online: gauges.online, waiting: gauges.waiting, inFlight: gauges.inFlight)
         let c = inputs.counters
         metrics.inputQueue(depth: inputs.count, totals: [.coalescedStatus: c.coalescedStatuses,
@@ -109,6 +109,16 @@ final class RuntimeObservers: Sendable {
             fields += ["\"devices\":\(g.devices)", "\"online\":\(g.online)", "\"waiting\":\(g.waiting)", "\"in_flight\":\(g.inFlight)"]
         }
         return Array(("{" + fields.joined(separator: ",") + "}").utf8)
+    }
+}
+
+/// The core's gauges of the last tick, read by the bridge page's stats (from the web's loop).
+private final class LatestGauges: Sendable {
+    private let gauges = Mutex<CoreGauges?>(nil)
+
+    var value: CoreGauges? {
+        get { gauges.withLock { $0 } }
+        set { gauges.withLock { $0 = newValue } }
     }
 }
 
