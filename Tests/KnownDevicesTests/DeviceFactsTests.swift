@@ -4,7 +4,7 @@ import CastProtocol
 import Discovery
 import Testing
 
-@testable import cast2mqtt
+@testable import KnownDevices
 
 /// What `eureka_info` adds to discovery (DeviceFacts, pure): facts of static devices, devices
 /// given by their address, groups found through a static device, groups that moved, dynamic
@@ -21,7 +21,8 @@ import Testing
                    displaySupported: display, multizoneSupported: true, groups: groups, dynamicGroups: dynamic)
     }
 
-    static func facts(_ statics: [StaticDevice] = []) -> DeviceFacts {
+    /// No Cast clients here: the rules never touch them.
+    static func facts(_ statics: [StaticDevice] = []) -> DeviceFacts<Never> {
         DeviceFacts(statics: statics, filter: DeviceFilter(include: [], exclude: []))
     }
 
