@@ -124,12 +124,19 @@ struct ConsumerService: Service {
 
 /// The web page, `/metrics` and `/healthz` (RuntimeObservers.swift), on their own loop. Returns at
 /// once when the page is off or its address cannot be bound (the bridge goes on without it:
-/// the group ignores its end); shut down last.
+/// the group ignores its end); shut down last, and then at once: the server is cancelled, so an
+/// open page (its WebSocket) cannot hold the daemon's exit up.
 struct WebService: Service {
     let observers: RuntimeObservers
     let group: any EventLoopGroup
 
     func run() async {
-        await observers.run(group: group)
+        let (observers, group) = (self.observers, self.group)
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await observers.run(group: group) }
+            tasks.addTask { try? await gracefulShutdown() }
+            await tasks.next()
+            tasks.cancelAll()
+        }
     }
 }
