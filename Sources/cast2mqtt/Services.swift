@@ -32,6 +32,9 @@ final class Latch: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Tasks waiting now (tests).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     func wait() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let open = state.withLock { s -> Bool in
