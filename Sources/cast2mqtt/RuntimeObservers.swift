@@ -6,9 +6,9 @@ import NIOCore
 import Synchronization
 import Web
 
-/// What the web page and `/metrics` see of the daemon, in one place: `BridgeRuntime` calls one
+/// What the web page and `/metrics` see of the daemon, in one place: the daemon's parts call one
 /// method per thing that happens (an MQTT event, a publication, an applied output, a tick, a
-/// Cast operation) and runs the web server as a child of its task group. Each call is a counter
+/// Cast operation), and `WebService` runs the web server (Services.swift). Each call is a counter
 /// or a lock and a dictionary write; with the page off (`web.enabled: false`) only the metrics
 /// remain.
 final class RuntimeObservers: Sendable {
@@ -43,7 +43,7 @@ final class RuntimeObservers: Sendable {
             })
     }
 
-    /// The web server, for the life of the runtime's task group (returns at once when it is off).
+    /// The web server, until cancelled (returns at once when it is off).
     func run(group: any EventLoopGroup) async {
         await server?.run(group: group)
     }
