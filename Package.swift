@@ -103,6 +103,9 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // The configuration model (`BridgeConfiguration` and its sections): plain values, no
+        // dependencies. Discovery and MQTT read their sections; Bridge parses it and re-exports it.
+        .target(name: "Settings", swiftSettings: strict),
         // Optional timestamps along the command and status paths (benchmarks only; off unless
         // CAST2MQTT_STAGE_TRACE is set).
         .target(name: "StageTrace", swiftSettings: strict),
@@ -110,6 +113,7 @@ let package = Package(
             name: "MQTT",
             dependencies: [
                 "CMosquitto",
+                "Settings",
                 "StageTrace",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -125,8 +129,16 @@ let package = Package(
             name: "Discovery",
             dependencies: [
                 "CAvahi",
+                "Settings",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        // What the daemon knows about a device before the core: the one device table and the
+        // rules of `eureka_info` facts, held and dynamic groups (pure; the daemon runs them).
+        .target(
+            name: "KnownDevices",
+            dependencies: ["Discovery", "Bridge", "CastProtocol", "CastClient"],
             swiftSettings: strict
         ),
         // The domain: MQTT contract <-> Cast, through protocols only.
@@ -137,6 +149,7 @@ let package = Package(
             dependencies: [
                 "CastProtocol",
                 "Contract",
+                "Settings",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -164,7 +177,7 @@ let package = Package(
         .executableTarget(
             name: "cast2mqtt",
             dependencies: [
-                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery", "Web", "StageTrace",
+                "Bridge", "CastClient", "CastProtocol", "MQTT", "Discovery", "KnownDevices", "Web", "StageTrace",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -279,6 +292,12 @@ let package = Package(
             name: "DaemonTests",
             dependencies: ["cast2mqtt", "Bridge", "CastClient", "CastProtocol", "Discovery",
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        // The device table and the facts rules (pure, no I/O).
+        .testTarget(
+            name: "KnownDevicesTests",
+            dependencies: ["KnownDevices", "Bridge", "CastClient", "CastProtocol", "Discovery"],
             swiftSettings: strict
         ),
         // The web page's hub, authentication, metrics and the `web` configuration section.

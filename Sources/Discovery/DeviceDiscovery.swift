@@ -36,8 +36,6 @@ public final class DeviceDiscovery: Sendable {
         var stopped = false
         var unavailableLogged = false
         var skipped: [ServiceInstance: TXTParseError] = [:]
-        /// What the consumer was last told, for log lines about removed devices.
-        var known: [String: CastDeviceRecord] = [:]
     }
 
     public convenience init(configuration: DiscoveryConfiguration, logger: Logger) {
@@ -63,8 +61,8 @@ public final class DeviceDiscovery: Sendable {
         options.retryMaxMilliseconds = UInt32(clamping: retryMax.milliseconds)
         browserOptions = options
         state = Mutex(State(merger: DeviceMerger(
-            staticDevices: configuration.staticDevices,
-            filter: DeviceFilter(include: configuration.include, exclude: configuration.exclude),
+            staticDevices: configuration.devices,
+            filter: configuration.filter,
             preferIPv6: configuration.preferIPv6)))
     }
 
@@ -186,18 +184,19 @@ public final class DeviceDiscovery: Sendable {
     }
 
     private func emit(_ events: [DiscoveryEvent], state: inout State) {
+        // The removed devices' last records, for their log lines (the merger is the one table of
+        // what the consumer was told).
+        let departed = events.contains { if case .removed = $0 { true } else { false } } ? state.merger.takeDeparted() : []
         for event in events {
             switch event {
             case .added(let record):
-                state.known[record.id] = record
                 logger.info("Cast device found: \"\(record.friendlyName)\" at \(record.address) (\(record.source.rawValue))",
                             metadata: [DiscoveryLogKey.device: "\(record.id)"])
             case .updated(let record):
-                state.known[record.id] = record
                 logger.info("Cast device updated: \"\(record.friendlyName)\" at \(record.address)",
                             metadata: [DiscoveryLogKey.device: "\(record.id)"])
             case .removed(let id):
-                let record = state.known.removeValue(forKey: id)
+                let record = departed.last { $0.id == id }
                 logger.info("Cast device removed: \"\(record?.friendlyName ?? "?")\" at \(record?.address ?? "?")",
                             metadata: [DiscoveryLogKey.device: "\(id)"])
             }

@@ -46,6 +46,9 @@ struct DeviceMerger: Sendable {
     private var seen: Set<ServiceInstance> = []
     private var stale: Set<ServiceInstance> = []
     private var emitted: [String: CastDeviceRecord] = [:]
+    /// The records of the devices announced as removed since the last `takeDeparted()` (for the
+    /// log line that names them; the event carries the id only).
+    private var departed: [CastDeviceRecord] = []
 
     init(staticDevices: [StaticDevice], filter: DeviceFilter, preferIPv6: Bool) {
         self.preferIPv6 = preferIPv6
@@ -59,6 +62,12 @@ struct DeviceMerger: Sendable {
 
     /// The devices the consumer currently knows, by id.
     var devices: [String: CastDeviceRecord] { emitted }
+    /// The records of the devices removed since the last call, oldest first.
+    mutating func takeDeparted() -> [CastDeviceRecord] {
+        defer { departed = [] }
+        return departed
+    }
+
     /// True while a sweep after a rescan has instances it has not seen again yet (for tests).
     var awaitingSweep: Bool { !stale.isEmpty }
 
@@ -152,7 +161,9 @@ struct DeviceMerger: Sendable {
         switch (before, now) {
         case (nil, nil): return []
         case (nil, let record?): return [.added(record)]
-        case (_?, nil): return [.removed(id: id)]
+        case (let old?, nil):
+            departed.append(old)
+            return [.removed(id: id)]
         case (let old?, let record?): return old == record ? [] : [.updated(record)]
         }
     }

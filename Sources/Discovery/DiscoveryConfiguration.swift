@@ -1,33 +1,30 @@
-/// The `discovery:` section of the configuration.
-public struct DiscoveryConfiguration: Sendable, Equatable {
-    /// Browse `_googlecast._tcp` with avahi. Off: static devices only.
-    public var mdns: Bool
-    /// Interface names to browse on (e.g. `["eth0"]`); empty = all interfaces.
-    public var interfaces: [String]
-    /// When a device is seen over both IPv4 and IPv6, connect over IPv6.
-    public var preferIPv6: Bool
-    /// Devices from the configuration, merged with mDNS by id.
-    public var staticDevices: [StaticDevice]
-    /// Friendly names (case-insensitive) or ids; empty = every device.
-    public var include: [String]
-    /// Friendly names (case-insensitive) or ids; wins over `include`.
-    public var exclude: [String]
+import Settings
 
+/// The `discovery:` section of the configuration, as the configuration model has it (one type:
+/// the daemon hands its section over as it is).
+public typealias DiscoveryConfiguration = BridgeConfiguration.Discovery
+
+extension BridgeConfiguration.Discovery {
+    /// A section with the given fields (the others at their defaults).
     public init(
         mdns: Bool = true,
         interfaces: [String] = [],
         preferIPv6: Bool = false,
-        staticDevices: [StaticDevice] = [],
+        devices: [StaticDevice] = [],
         include: [String] = [],
         exclude: [String] = []
     ) {
+        self.init()
         self.mdns = mdns
         self.interfaces = interfaces
         self.preferIPv6 = preferIPv6
-        self.staticDevices = staticDevices
+        self.devices = devices
         self.include = include
         self.exclude = exclude
     }
+
+    /// The include/exclude rule of this section.
+    public var filter: DeviceFilter { DeviceFilter(include: include, exclude: exclude) }
 }
 
 /// The include/exclude rule — its only implementation; the daemon hands it to the bridge core

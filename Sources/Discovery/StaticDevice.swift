@@ -1,23 +1,10 @@
-/// A device listed in the configuration (`discovery.devices`), reachable without mDNS.
-public struct StaticDevice: Sendable, Equatable, Hashable {
-    /// An IP literal or a host name.
-    public var host: String
-    public var port: Int
-    /// The friendly name to use; wins over the mDNS `fn` when the device is also seen by mDNS.
-    public var name: String?
-    /// The Cast UUID (any case, dashes allowed). Nil: `stableID(host:port:)` is used.
-    public var id: String?
-    /// An explicit MQTT topic name.
-    public var topic: String?
+import Settings
 
-    public init(host: String, port: Int = 8009, name: String? = nil, id: String? = nil, topic: String? = nil) {
-        self.host = host
-        self.port = port
-        self.name = name
-        self.id = id
-        self.topic = topic
-    }
+/// A device listed in the configuration (`discovery.devices`), reachable without mDNS: the
+/// configuration model's entry, read as it is.
+public typealias StaticDevice = BridgeConfiguration.StaticDevice
 
+extension BridgeConfiguration.StaticDevice {
     /// The id this device is known by: the configured id normalised (dashes removed, lower case),
     /// or, when none is set or it is not a valid UUID, `StaticDevice.stableID(host:port:)`.
     public var effectiveID: String {

@@ -1,3 +1,5 @@
+import Settings
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -74,27 +76,15 @@ public struct MQTTBrokerAddress: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Everything needed to connect to the broker. Every field has a default.
+/// Everything needed to connect to the broker: the configuration file's `mqtt` section as the
+/// configuration model has it (`broker`: URL, client id, credentials, TLS files, protocol
+/// version, keepalive — read, not copied) and the client's own options, which no file sets
+/// (clean start, session expiry, the last will, reconnect delays, in-flight window). Every field
+/// has a default.
 public struct MQTTConfiguration: Sendable {
-    /// `mqtt://host:port` or `mqtts://host:port`.
-    public var url: String
-    /// The client id. Fixed, so the broker can keep our persistent session across reconnects.
-    public var clientID: String
-    public var username: String?
-    public var password: String?
-    /// A file whose first line is the password (takes the place of `password`).
-    public var passwordFile: String?
-    /// CA certificate(s) (PEM) to verify the broker. Without it, `mqtts` uses the system's CAs.
-    public var caFile: String?
-    /// Client certificate (PEM) for mutual TLS; needs `keyFile`.
-    public var certFile: String?
-    /// Private key (PEM) of `certFile`.
-    public var keyFile: String?
-    /// Skip verification of the broker's certificate and host name. For tests and labs only.
-    public var insecure: Bool
-    public var protocolVersion: MQTTProtocolVersion
-    /// Keepalive interval in seconds (at least 5).
-    public var keepalive: Int
+    /// The `mqtt` section (its `baseTopic`, `qos` and `maxPayload` are the bridge's, not the
+    /// client's).
+    public var broker: BridgeConfiguration.MQTT
     /// False (the default) asks the broker to keep our session: subscriptions and QoS 1/2
     /// messages published while we were away survive a disconnect.
     public var cleanStart: Bool
@@ -110,6 +100,26 @@ public struct MQTTConfiguration: Sendable {
     /// broker permitting). Further messages wait in the library's queue.
     public var maxInflight: Int
 
+    /// The client for the configuration's `mqtt` section.
+    public init(
+        _ broker: BridgeConfiguration.MQTT,
+        cleanStart: Bool = false,
+        sessionExpiry: UInt32 = 86_400,
+        will: MQTTMessage? = nil,
+        reconnectInitial: Duration = .milliseconds(500),
+        reconnectMax: Duration = .seconds(30),
+        maxInflight: Int = 20
+    ) {
+        self.broker = broker
+        self.cleanStart = cleanStart
+        self.sessionExpiry = sessionExpiry
+        self.will = will
+        self.reconnectInitial = reconnectInitial
+        self.reconnectMax = reconnectMax
+        self.maxInflight = maxInflight
+    }
+
+    /// A client configured field by field (tests and tools).
     public init(
         url: String = "mqtt://127.0.0.1:1883",
         clientID: String = "cast2mqtt",
@@ -129,6 +139,8 @@ public struct MQTTConfiguration: Sendable {
         reconnectMax: Duration = .seconds(30),
         maxInflight: Int = 20
     ) {
+        self.init(BridgeConfiguration.MQTT(), cleanStart: cleanStart, sessionExpiry: sessionExpiry, will: will,
+                  reconnectInitial: reconnectInitial, reconnectMax: reconnectMax, maxInflight: maxInflight)
         self.url = url
         self.clientID = clientID
         self.username = username
@@ -140,12 +152,62 @@ public struct MQTTConfiguration: Sendable {
         self.insecure = insecure
         self.protocolVersion = protocolVersion
         self.keepalive = keepalive
-        self.cleanStart = cleanStart
-        self.sessionExpiry = sessionExpiry
-        self.will = will
-        self.reconnectInitial = reconnectInitial
-        self.reconnectMax = reconnectMax
-        self.maxInflight = maxInflight
+    }
+
+    // The section's fields, as the client reads them.
+
+    /// `mqtt://host:port` or `mqtts://host:port`.
+    public var url: String {
+        get { broker.url }
+        set { broker.url = newValue }
+    }
+    /// The client id. Fixed, so the broker can keep our persistent session across reconnects.
+    public var clientID: String {
+        get { broker.clientID }
+        set { broker.clientID = newValue }
+    }
+    public var username: String? {
+        get { broker.username }
+        set { broker.username = newValue }
+    }
+    public var password: String? {
+        get { broker.password }
+        set { broker.password = newValue }
+    }
+    /// A file whose first line is the password (takes the place of `password`).
+    public var passwordFile: String? {
+        get { broker.passwordFile }
+        set { broker.passwordFile = newValue }
+    }
+    /// CA certificate(s) (PEM) to verify the broker. Without it, `mqtts` uses the system's CAs.
+    public var caFile: String? {
+        get { broker.caFile }
+        set { broker.caFile = newValue }
+    }
+    /// Client certificate (PEM) for mutual TLS; needs `keyFile`.
+    public var certFile: String? {
+        get { broker.certFile }
+        set { broker.certFile = newValue }
+    }
+    /// Private key (PEM) of `certFile`.
+    public var keyFile: String? {
+        get { broker.keyFile }
+        set { broker.keyFile = newValue }
+    }
+    /// Skip verification of the broker's certificate and host name. For tests and labs only.
+    public var insecure: Bool {
+        get { broker.insecure }
+        set { broker.insecure = newValue }
+    }
+    /// The section's `protocol_version` (`3.1.1`, or anything else for 5).
+    public var protocolVersion: MQTTProtocolVersion {
+        get { broker.protocolVersion.hasPrefix("3") ? .v311 : .v5 }
+        set { broker.protocolVersion = newValue.rawValue }
+    }
+    /// Keepalive interval in seconds (at least 5).
+    public var keepalive: Int {
+        get { broker.keepalive }
+        set { broker.keepalive = newValue }
     }
 
     /// Checks the configuration and returns the broker address. Throws `MQTTError` with

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -61,44 +63,41 @@ public enum StageTrace {
         Recorder.shared.write(to: path)
     }
 
-    /// `@unchecked Sendable`: `count` and the buffers' contents are touched only under `lock`
-    /// (a mutex at a fixed address, allocated once; the recorder lives as long as the process).
-    private final class Recorder: @unchecked Sendable {
+    /// The marks, behind a mutex (buffers reserved once, at the first mark; the recorder lives
+    /// as long as the process).
+    private final class Recorder: Sendable {
         static let shared = Recorder()
-        private let capacity = 1 << 20
-        private let stages: UnsafeMutablePointer<UInt8>
-        private let times: UnsafeMutablePointer<Int64>
-        private var count = 0
-        private let lock: UnsafeMutablePointer<pthread_mutex_t>
+        private static let capacity = 1 << 20
+        private let marks = Mutex(Marks())
 
-        private init() {
-            stages = .allocate(capacity: capacity)
-            times = .allocate(capacity: capacity)
-            lock = .allocate(capacity: 1)
-            lock.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(lock, nil)
+        private struct Marks {
+            var stages: [UInt8] = []
+            var times: [Int64] = []
         }
 
         func record(_ stage: Stage) {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let ns = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-            pthread_mutex_lock(lock)
-            if count < capacity {
-                stages[count] = stage.rawValue
-                times[count] = ns
-                count += 1
+            marks.withLock { m in
+                if m.stages.isEmpty {
+                    m.stages.reserveCapacity(Self.capacity)
+                    m.times.reserveCapacity(Self.capacity)
+                }
+                guard m.stages.count < Self.capacity else { return }
+                m.stages.append(stage.rawValue)
+                m.times.append(ns)
             }
-            pthread_mutex_unlock(lock)
         }
 
         func write(to path: String) {
-            pthread_mutex_lock(lock)
-            defer { pthread_mutex_unlock(lock) }
-            guard count > 0, let file = fopen(path, "a") else { return }
-            for i in 0..<count { fputs("\(stages[i]) \(times[i])\n", file) }
-            fclose(file)
-            count = 0
+            marks.withLock { m in
+                guard !m.stages.isEmpty, let file = fopen(path, "a") else { return }
+                for i in m.stages.indices { fputs("\(m.stages[i]) \(m.times[i])\n", file) }
+                fclose(file)
+                m.stages.removeAll(keepingCapacity: true)
+                m.times.removeAll(keepingCapacity: true)
+            }
         }
     }
 }

@@ -6,28 +6,16 @@ import Foundation
 import MQTT
 
 /// Conversions between the layers' own types. The bridge knows none of the I/O modules, so
-/// everything that crosses into it is translated here, in one place.
+/// everything that crosses into it is translated here, in one place. The configuration is not
+/// converted: Discovery and MQTT read their sections of the one model (Settings) as they are.
 enum Adapt {
+    /// The MQTT client for the `mqtt` section, with the bridge's `offline` as its last will.
     static func mqttConfiguration(_ c: BridgeConfiguration, will: Publication) -> MQTTConfiguration {
-        MQTTConfiguration(
-            url: c.mqtt.url, clientID: c.mqtt.clientID, username: c.mqtt.username, password: c.mqtt.password,
-            passwordFile: c.mqtt.passwordFile, caFile: c.mqtt.caFile, certFile: c.mqtt.certFile,
-            keyFile: c.mqtt.keyFile, insecure: c.mqtt.insecure,
-            protocolVersion: c.mqtt.protocolVersion.hasPrefix("3") ? .v311 : .v5,
-            keepalive: c.mqtt.keepalive, cleanStart: false,
-            will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true))
+        MQTTConfiguration(c.mqtt, cleanStart: false,
+                          will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true))
     }
 
     static func qos(_ value: Int) -> MQTTQoS { MQTTQoS(rawValue: min(max(value, 0), 2)) ?? .atLeastOnce }
-
-    static func discoveryConfiguration(_ c: BridgeConfiguration) -> DiscoveryConfiguration {
-        DiscoveryConfiguration(
-            mdns: c.discovery.mdns, interfaces: c.discovery.interfaces,
-            staticDevices: c.discovery.devices.map {
-                StaticDevice(host: $0.host, port: $0.port, name: $0.name, id: $0.id, topic: $0.topic)
-            },
-            include: c.discovery.include, exclude: c.discovery.exclude)
-    }
 
     static func castConfiguration(_ c: BridgeConfiguration) -> CastConnectionConfiguration {
         CastConnectionConfiguration(

@@ -20,10 +20,12 @@ import Web
 /// message leaves in the turn that took the command — no thread hop but the one from
 /// libmosquitto's network thread to the core loop. A larger fleet spreads over every loop.
 ///
-/// Structured: `run()` owns one task group (the web page, the discovery reader); the consumer's
-/// end is awaited, then the final steps run on the core loop, the clients' polite closes are
-/// awaited, the group's children are cancelled and awaited: nothing outlives `run()`.
-final class BridgeRuntime: Service, Sendable {
+/// `BridgeRuntime` holds what the parts share (the configuration, the input queue, the web page
+/// and metrics); `makeDaemon()` builds the parts — the core with its restored state, the MQTT
+/// client with its subscriptions, discovery, the fleet — and hands them over as four `Service`s
+/// (Services.swift) for the `ServiceGroup`, which runs and stops them in order. Nothing outlives
+/// the group but the event loops, which `Daemon.closeLoops()` shuts down after it.
+final class BridgeRuntime: Sendable {
     let configuration: BridgeConfiguration
     let logger: Logger
     let inputs: InputQueue
@@ -41,23 +43,49 @@ final class BridgeRuntime: Service, Sendable {
                                      inputs: inputs)
     }
 
-    func run() async throws {
+    /// The daemon's services and the event loops they run on.
+    struct Daemon {
+        /// In start order; the group stops them in the reverse order (Services.swift).
+        let services: [ServiceGroupConfiguration.ServiceConfiguration]
+        let loops: [MultiThreadedEventLoopGroup]
+
+        /// After the group has ended: the event loops, then the stage trace.
+        func closeLoops() async {
+            for loops in loops.reversed() { try? await loops.shutdownGracefully() }
+            StageTrace.flush()
+        }
+    }
+
+    /// Builds every part; throws (with nothing left running) when one cannot be made, e.g. an
+    /// MQTT configuration the client refuses.
+    func makeDaemon() throws -> Daemon {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
-        let coreLoop = group.next()
         // The web server on a thread of its own: `/healthz` answers 503 while the core's loop is
         // stuck (served from that loop it could not answer at all), and a page costs the devices'
         // loops nothing.
         let webGroup: MultiThreadedEventLoopGroup? = observers.server == nil ? nil : MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loops = [group] + (webGroup.map { [$0] } ?? [])
+        do {
+            return try makeServices(group: group, webGroup: webGroup, loops: loops)
+        } catch {
+            for loops in loops { try? loops.syncShutdownGracefully() }
+            throw error
+        }
+    }
+
+    private func makeServices(group: MultiThreadedEventLoopGroup, webGroup: MultiThreadedEventLoopGroup?,
+                              loops: [MultiThreadedEventLoopGroup]) throws -> Daemon {
+        let coreLoop = group.next()
         var core = BridgeCore(configuration: configuration, startedAt: Date())
         let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = sessions.load() { core.restore(snapshot) }
         let published = PublishedFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = published.load() {
-            let discoveryConfiguration = Adapt.discoveryConfiguration(configuration)
-            let filter = DeviceFilter(include: discoveryConfiguration.include, exclude: discoveryConfiguration.exclude)
-            core.restorePublished(snapshot, staticIDs: Set(discoveryConfiguration.staticDevices.map(\.effectiveID)),
+            let filter = configuration.discovery.filter
+            core.restorePublished(snapshot, staticIDs: Set(configuration.discovery.devices.map(\.effectiveID)),
                                   admitted: { filter.allows(id: $0, friendlyName: $1) })
         }
+        let inputs = self.inputs
         // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: .component("mqtt"), onEvent: { [inputs, observers] event in
@@ -70,9 +98,10 @@ final class BridgeRuntime: Service, Sendable {
                                                  correlationData: m.correlationData)))
             }
         })
+        // Subscribed before the client starts: the first connection subscribes at once.
         let qos = Adapt.qos(configuration.mqtt.qos)
         for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
-        let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(configuration), logger: .component("discovery"))
+        let discovery = DeviceDiscovery(configuration: configuration.discovery, logger: .component("discovery"))
         let environment = ProcessInfo.processInfo.environment
         let offCoreLoop = environment["CAST2MQTT_TEST_HOOKS"] == "1" && environment["CAST2MQTT_TEST_OFF_CORE_LOOP"] == "1"
         let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: .component("cast"),
@@ -84,50 +113,27 @@ final class BridgeRuntime: Service, Sendable {
             logger.warning("cannot read eureka_info (static devices get no facts from it)", metadata: ["eureka.error": "\(error)"])
             fetcher = nil
         }
-        let facts = DeviceFactsRunner(configuration: Adapt.discoveryConfiguration(configuration), fetcher: fetcher,
+        let facts = DeviceFactsRunner(configuration: configuration.discovery, fleet: fleet, fetcher: fetcher,
                                       inputs: inputs, logger: .component("discovery"))
-        let consumer = NIOLoopBoundBox.makeBoxSendingValue(
-            Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, fleet: fleet,
-                     facts: facts, sessions: sessions, published: published),
-            eventLoop: coreLoop)
-        let finished = try await coreLoop.submit { consumer.value.finished.futureResult }.get()
-        inputs.consume { coreLoop.execute { consumer.value.drain() } }
-        try mqtt.start()
-        discovery.start()
-        let inputs = self.inputs
-        let ticker = coreLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            inputs.push(.bridge(.tick))
-        }
-
-        await withDiscardingTaskGroup { tasks in
-            tasks.addTask { [observers] in await observers.run(group: webGroup ?? group) }
-            tasks.addTask {
-                for await event in discovery.events { inputs.push(.discovery(event)) }
-            }
-            await withTaskCancellationOrGracefulShutdownHandler {
-                _ = try? await finished.get()
-            } onCancelOrGracefulShutdown: {
-                inputs.finish()
-            }
-            ticker.cancel()
-            logger.info("shutting down")
-            discovery.stop()
-            let final: (clients: [CastDeviceClient], closing: [EventLoopFuture<Void>]) = (try? await coreLoop.submit {
-                consumer.value.notifier.notify("STOPPING=1")
-                return consumer.value.shutDown()
-            }.get()) ?? ([], [])
-            let (clients, closing) = final
-            await withTaskGroup(of: Void.self) { closes in
-                for client in clients { closes.addTask { await client.shutdown() } }
-            }
-            for close in closing { try? await close.get() }
-            tasks.cancelAll()
-        }
         let lastWill = core.lastWill
-        await mqtt.shutdown(finalMessage: MQTTMessage(topic: lastWill.topic, payload: lastWill.payload, qos: qos, retain: true))
-        try? await webGroup?.shutdownGracefully()
-        try? await group.shutdownGracefully()
-        StageTrace.flush()
+        let consumer = NIOLoopBoundBox.makeBoxSendingValue(
+            Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, facts: facts,
+                     sessions: sessions, published: published),
+            eventLoop: coreLoop)
+
+        let discoveryService = DiscoveryService(discovery: discovery, inputs: inputs)
+        let consumerService = ConsumerService(runtime: self, coreLoop: coreLoop, consumer: consumer, after: discoveryService.stopped)
+        let mqttService = MQTTService(
+            mqtt: mqtt, finalMessage: MQTTMessage(topic: lastWill.topic, payload: lastWill.payload, qos: qos, retain: true),
+            after: consumerService.finished)
+        let webService = WebService(observers: observers, group: webGroup ?? group)
+        return Daemon(services: [
+            // Its end (the page off, its port taken) is no reason to stop the bridge.
+            .init(service: webService, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
+            .init(service: mqttService),
+            .init(service: consumerService),
+            .init(service: discoveryService),
+        ], loops: loops)
     }
 
     /// What the input queue dropped or coalesced so far, for `health_check`.

@@ -99,11 +99,20 @@ extension Cast2MQTT {
             logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.url)",
                                                "mqtt.base_topic": "\(config.mqtt.baseTopic)"])
             let runtime = BridgeRuntime(configuration: config, logger: logger, metrics: metrics, logTail: tail)
+            let daemon = try runtime.makeDaemon()
+            // Web, MQTT, the consumer, discovery: started together, stopped in the reverse order
+            // (Services.swift).
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-                services: [.init(service: runtime)],
+                services: daemon.services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
-            try await group.run()
+            do {
+                try await group.run()
+            } catch {
+                await daemon.closeLoops()
+                throw error
+            }
+            await daemon.closeLoops()
         }
     }
 
@@ -133,7 +142,7 @@ extension Cast2MQTT {
             let config = try options.load()
             var logger = try options.logger(for: config)
             if options.logLevel == nil { logger.logLevel = .warning }
-            let discovery = DeviceDiscovery(configuration: Adapt.discoveryConfiguration(config), logger: logger)
+            let discovery = DeviceDiscovery(configuration: config.discovery, logger: logger)
             discovery.start()
             try await Task.sleep(for: .seconds(max(0.5, min(seconds, 600))))
             let records = discovery.devices.values.sorted { $0.friendlyName < $1.friendlyName }

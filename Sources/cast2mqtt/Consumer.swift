@@ -7,7 +7,8 @@ import MQTT
 import NIOCore
 import StageTrace
 
-/// The consumer: everything the core's event loop owns — the core, the Cast clients (`Fleet`),
+/// The consumer: everything the core's event loop owns — the core, the device table with the
+/// Cast clients (`DeviceFactsRunner`),
 /// the state files' pacing, the systemd watchdog. It takes every input from the `InputQueue` in
 /// order, on that loop only (a `NIOLoopBoundBox` holds it), so per-device state needs no locks;
 /// it publishes what the core returns (written to the broker at once when the MQTT thread is
@@ -22,8 +23,8 @@ final class Consumer {
     let sessions: SessionFile
     let published: PublishedFile
     var core: BridgeCore
-    var fleet: Fleet
-    /// `eureka_info` facts, held devices, groups that moved (DeviceFacts.swift).
+    /// The daemon's device table — `eureka_info` facts, held devices, groups that moved, the
+    /// Cast clients — and the fleet that makes the clients (DeviceFactsRunner.swift).
     var facts: DeviceFactsRunner
     var watchdog: WatchdogPacer
     var ready = false
@@ -42,13 +43,12 @@ final class Consumer {
     let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
-         fleet: Fleet, facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
+         facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
         self.runtime = runtime
         self.loop = loop
         self.mqtt = mqtt
         self.notifier = notifier
         self.core = core
-        self.fleet = fleet
         self.facts = facts
         self.sessions = sessions
         self.published = published
@@ -88,11 +88,10 @@ final class Consumer {
         switch next {
         case .discovery(let event):
             let remembered = core.publishedSnapshot
-            let known = { [fleet] (id: DeviceID) in remembered.devices[id] != nil || fleet.client(id) != nil }
-            for input in facts.discovered(event, fleet: &fleet, known: known) { apply(input) }
+            for input in facts.discovered(event, known: { remembered.devices[$0] != nil }) { apply(input) }
             return
         case .eureka(let host, let result):
-            for input in facts.answered(host: host, result, fleet: &fleet) { apply(input) }
+            for input in facts.answered(host: host, result) { apply(input) }
             return
         case .mqttDisconnected:
             mqttUp = false
@@ -109,8 +108,8 @@ final class Consumer {
         }
         apply(bridgeInput)
         var more: [BridgeInput] = []
-        if case .device(let id, let snapshot) = bridgeInput { more = facts.snapshot(id, snapshot, fleet: &fleet) }
-        if case .tick = bridgeInput { more = facts.tick(fleet: &fleet) }
+        if case .device(let id, let snapshot) = bridgeInput { more = facts.snapshot(id, snapshot) }
+        if case .tick = bridgeInput { more = facts.tick() }
         for input in more { apply(input) }
     }
 
@@ -141,7 +140,7 @@ final class Consumer {
             for publication in output.publications { publish(publication) }
         }
         for id in output.forgotten {
-            guard let close = fleet.drop(id) else { continue }
+            guard let close = facts.drop(id) else { continue }
             nextClose += 1
             let key = nextClose
             closing[key] = close
@@ -176,7 +175,7 @@ final class Consumer {
     func start(_ operation: CastOperation) {
         let inputs = runtime.inputs
         let (device, token) = (operation.deviceID, operation.token)
-        guard let client = fleet.client(device) else {
+        guard let client = facts.client(device) else {
             inputs.push(.bridge(.operationCompleted(device, token, .failure(BridgeError(.unknownDevice, "the device is not known")))))
             return
         }
@@ -213,6 +212,6 @@ final class Consumer {
         if final.sessionsChanged { sessionsPacer.changed() }
         if final.publishedChanged { publishedPacer.changed() }
         saveState(force: true)
-        return (fleet.takeAll(), Array(closing.values))
+        return (facts.takeClients(), Array(closing.values))
     }
 }

@@ -2,75 +2,88 @@ import Bridge
 import CastClient
 import CastProtocol
 import Discovery
+import KnownDevices
 import Logging
 import NIOCore
 
-/// Carries out what `DeviceFacts` decides, on the consumer's task: `eureka_info` fetches are
-/// handed to the fetcher (futures on the shared event loops; no task of their own) and their
-/// answers come back through the input queue; discovery events go to the fleet, and what the
-/// fleet makes of them to the bridge (as inputs, so the core learns the facts as descriptor
-/// updates).
+/// Carries out what `DeviceFacts` (the KnownDevices target) decides, on the core loop:
+/// `eureka_info` fetches are handed to the fetcher (futures on the shared event loops; no task of
+/// their own) and their answers come back through the input queue; discovery events go to the
+/// fleet, and what the fleet makes of them to the bridge (as inputs, so the core learns the
+/// facts as descriptor updates, with the dynamic-group flag `DeviceFacts` decided). It owns the
+/// daemon's one device table (`facts`), clients included.
 struct DeviceFactsRunner {
-    var facts: DeviceFacts
+    private(set) var facts: DeviceFacts<CastDeviceClient>
+    private var fleet: Fleet
     private let fetcher: EurekaInfoFetcher?
     private let inputs: InputQueue
     private let logger: Logger
     private var lastSearch = ContinuousClock.now
 
-    init(configuration: DiscoveryConfiguration, fetcher: EurekaInfoFetcher?, inputs: InputQueue, logger: Logger) {
-        facts = DeviceFacts(statics: configuration.staticDevices,
-                            filter: DeviceFilter(include: configuration.include, exclude: configuration.exclude))
+    init(configuration: DiscoveryConfiguration, fleet: Fleet, fetcher: EurekaInfoFetcher?, inputs: InputQueue, logger: Logger) {
+        facts = DeviceFacts(statics: configuration.devices, filter: configuration.filter)
+        self.fleet = fleet
         self.fetcher = fetcher
         self.inputs = inputs
         self.logger = logger
     }
 
     /// A discovery event: what the bridge should hear now (nothing while the device is held).
-    mutating func discovered(_ event: DiscoveryEvent, fleet: inout Fleet, known: (DeviceID) -> Bool) -> [BridgeInput] {
+    /// `known`: the core remembers the device from an earlier run.
+    mutating func discovered(_ event: DiscoveryEvent, known: (DeviceID) -> Bool) -> [BridgeInput] {
         facts.now = .now
-        return run(facts.discovered(event, known: known), fleet: &fleet)
+        return run(facts.discovered(event, known: known))
     }
 
     /// An `eureka_info` answer came back.
-    mutating func answered(host: String, _ result: Result<EurekaInfo, EurekaFetchError>, fleet: inout Fleet) -> [BridgeInput] {
+    mutating func answered(host: String, _ result: Result<EurekaInfo, EurekaFetchError>) -> [BridgeInput] {
         facts.now = .now
-        return run(facts.answered(host: host, result), fleet: &fleet)
+        return run(facts.answered(host: host, result))
     }
 
     /// A device snapshot went to the bridge.
-    mutating func snapshot(_ id: DeviceID, _ snapshot: DeviceSnapshot, fleet: inout Fleet) -> [BridgeInput] {
+    mutating func snapshot(_ id: DeviceID, _ snapshot: DeviceSnapshot) -> [BridgeInput] {
         facts.now = .now
-        return run(facts.snapshot(id, snapshot), fleet: &fleet)
+        return run(facts.snapshot(id, snapshot))
     }
 
     /// The one-second tick: static groups that lost their leader ask again every 30 s.
-    mutating func tick(fleet: inout Fleet) -> [BridgeInput] {
-        guard !facts.searching.isEmpty, ContinuousClock.now - lastSearch >= DeviceFacts.searchInterval else { return [] }
+    mutating func tick() -> [BridgeInput] {
+        guard facts.isSearching, ContinuousClock.now - lastSearch >= DeviceFacts<CastDeviceClient>.searchInterval else { return [] }
         lastSearch = .now
         facts.now = .now
-        return run(facts.retrySearches(), fleet: &fleet)
+        return run(facts.retrySearches())
     }
 
-    private mutating func run(_ actions: [FactsAction], fleet: inout Fleet) -> [BridgeInput] {
+    private mutating func run(_ actions: [FactsAction]) -> [BridgeInput] {
         var out: [BridgeInput] = []
         for action in actions {
             switch action {
             case .fetch(let host):
                 fetch(host)
             case .discovery(let event, let dynamic, let configuredID):
-                guard let input = fleet.apply(event) else { continue }
+                guard let input = fleet.apply(event, to: &facts) else { continue }
                 out.append(Self.decorate(input, dynamic: dynamic, configuredID: configuredID))
             case .removeDynamic(let id):
                 out.append(.deviceRemoved(id))
             case .becomeGroup(let id):
                 logger.info("the device is a speaker group (eureka_info); following its members", metadata: ["cast.device": "\(id)"])
-                fleet.client(id)?.becomeGroup()
+                facts.client(id)?.becomeGroup()
             case .log(let line, let debug):
                 if debug { logger.debug("\(line)") } else { logger.info("\(line)") }
             }
         }
         return out
     }
+
+    /// The device's Cast client.
+    func client(_ id: DeviceID) -> CastDeviceClient? { facts.client(id) }
+
+    /// A device the bridge forgot: its client closed politely (nil: it had none).
+    mutating func drop(_ id: DeviceID) -> EventLoopFuture<Void>? { Fleet.drop(id, from: &facts) }
+
+    /// Every client, handed over to be closed (shutdown).
+    mutating func takeClients() -> [CastDeviceClient] { facts.takeClients() }
 
     static func decorate(_ input: BridgeInput, dynamic: Bool, configuredID: DeviceID?) -> BridgeInput {
         switch input {

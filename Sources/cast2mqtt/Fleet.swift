@@ -2,13 +2,15 @@ import Bridge
 import CastClient
 import CastProtocol
 import Discovery
+import KnownDevices
 import Logging
 import NIOCore
 import NIOSSL
 import StageTrace
 
-/// The Cast clients of the known devices, owned by the consumer (on the core loop). A device
-/// found by discovery gets a client on an event loop: the first `onCoreLoop` devices on the core
+/// Makes and places the Cast clients of the known devices (on the core loop). The clients are
+/// kept in the device table (`DeviceFacts`, an entry's `client`), which the consumer owns. A
+/// device found by discovery gets a client on an event loop: the first `onCoreLoop` devices on the core
 /// loop itself (their statuses reach the core, and its commands reach them, without a thread
 /// hop), the rest spread over every loop of the group (the TLS and framing work of a large fleet
 /// uses every core). A move updates its address (which reconnects at once); a removal closes it.
@@ -25,7 +27,6 @@ struct Fleet {
     private let logger: Logger
     private let inputs: InputQueue
     private let tls: NIOSSLContext
-    private var clients: [DeviceID: CastDeviceClient] = [:]
 
     /// Tests only (`CAST2MQTT_TEST_HOOKS=1` with `CAST2MQTT_TEST_OFF_CORE_LOOP=1`): every device on
     /// a loop other than the core's, so that a test that blocks the core loop still sees devices
@@ -44,24 +45,22 @@ struct Fleet {
         self.tls = try CastDeviceClient.makeTLSContext()
     }
 
-    func client(_ id: DeviceID) -> CastDeviceClient? { clients[id] }
-
-    /// Applies a discovery event to the clients and returns what the bridge should hear.
-    mutating func apply(_ event: DiscoveryEvent) -> BridgeInput? {
+    /// Applies a discovery event to the devices' clients and returns what the bridge should hear.
+    mutating func apply(_ event: DiscoveryEvent, to devices: inout DeviceFacts<CastDeviceClient>) -> BridgeInput? {
         switch event {
         case .added(let record):
-            if let existing = clients[record.id] {
+            if let existing = devices.client(record.id) {
                 // Announced again (after vanishing from mDNS): reconnect at once if it is down.
                 existing.update(address: CastDeviceAddress(host: record.host, port: record.port))
                 return .deviceUpdated(Adapt.descriptor(record))
             }
-            startClient(record)
+            startClient(record, in: &devices)
             return .deviceDiscovered(Adapt.descriptor(record))
         case .updated(let record):
-            if let existing = clients[record.id] {
+            if let existing = devices.client(record.id) {
                 existing.update(address: CastDeviceAddress(host: record.host, port: record.port))
             } else {
-                startClient(record)
+                startClient(record, in: &devices)
             }
             return .deviceUpdated(Adapt.descriptor(record))
         case .removed(let id):
@@ -70,14 +69,14 @@ struct Fleet {
             // connection (or finds it dead by its heartbeat and retries with backoff), the bridge
             // keeps the device, its last state and its Home Assistant entities, and reports it
             // `offline` through the usual path; an announcement later reconnects it at once.
-            if clients[id] != nil {
+            if devices.client(id) != nil {
                 logger.info("device no longer announced over mDNS; keeping it", metadata: ["cast.device": "\(id)"])
             }
             return nil
         }
     }
 
-    private mutating func startClient(_ record: CastDeviceRecord) {
+    private mutating func startClient(_ record: CastDeviceRecord, in devices: inout DeviceFacts<CastDeviceClient>) {
         // Its own logger: `log.devices` / `bridge/request/log_level` can trace this device alone.
         var deviceLogger = Logger(label: LogLabel.device(record.id))
         deviceLogger[metadataKey: "cast.device"] = "\(record.friendlyName) (\(record.id))"
@@ -90,7 +89,7 @@ struct Fleet {
                 inputs.push(.bridge(Fleet.translate(event, device: id)))
                 if case .snapshot = event { StageTrace.mark(.snapshotQueued) }
             }
-            clients[id] = client
+            devices.setClient(client, for: id)
             client.start()
         } catch {
             deviceLogger.error("cannot create the Cast client", metadata: ["cast.error": "\(error)"])
@@ -113,13 +112,7 @@ struct Fleet {
 
     /// A device the bridge forgot (excluded, or `bridge/request/remove`): its client is closed
     /// politely (the future completes when it is); an mDNS announcement later starts a new one.
-    mutating func drop(_ id: DeviceID) -> EventLoopFuture<Void>? {
-        clients.removeValue(forKey: id)?.close()
-    }
-
-    /// Every client, handed over to be closed (shutdown).
-    mutating func takeAll() -> [CastDeviceClient] {
-        defer { clients.removeAll() }
-        return Array(clients.values)
+    static func drop(_ id: DeviceID, from devices: inout DeviceFacts<CastDeviceClient>) -> EventLoopFuture<Void>? {
+        devices.setClient(nil, for: id)?.close()
     }
 }

@@ -2,7 +2,7 @@ import Bridge
 import CastClient
 import CastProtocol
 import Discovery
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// What the consumer task takes in: bridge inputs, and discovery events that the fleet turns
 /// into bridge inputs after creating, moving or dropping the device's Cast client.
@@ -72,24 +72,24 @@ final class InputQueue: Sendable {
 
     let softLimit: Int
     let hardLimit: Int
-    private let state: NIOLockedValueBox<State>
+    private let state: Mutex<State>
     /// Called (outside the lock) when a burst of drops begins, for one log line.
     private let onBurst: @Sendable (Int) -> Void
 
     init(softLimit: Int = 4096, hardLimit: Int = 16384, onBurst: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.softLimit = softLimit
         self.hardLimit = Swift.max(softLimit, hardLimit)
-        self.state = NIOLockedValueBox(State(softLimit: softLimit))
+        self.state = Mutex(State(softLimit: softLimit))
         self.onBurst = onBurst
     }
 
-    var counters: Counters { state.withLockedValue { $0.counters } }
-    var count: Int { state.withLockedValue { $0.count } }
+    var counters: Counters { state.withLock { $0.counters } }
+    var count: Int { state.withLock { $0.count } }
 
     /// Adds an input (from any thread); never blocks.
     func push(_ input: RuntimeInput) {
         var burstBegan: Int?
-        let wake: (@Sendable () -> Void)? = state.withLockedValue { s in
+        let wake: (@Sendable () -> Void)? = state.withLock { s in
             guard !s.finished else { return nil }
             var item = input
             switch input {
@@ -148,7 +148,7 @@ final class InputQueue: Sendable {
 
     /// Ends the queue: the consumer gets what is queued, then `.finished`; later pushes are ignored.
     func finish() {
-        let wake = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let wake = state.withLock { s -> (@Sendable () -> Void)? in
             s.finished = true
             return Self.wakeConsumer(&s)
         }
@@ -160,7 +160,7 @@ final class InputQueue: Sendable {
     /// an input that finds it asleep wakes it once, and inputs that arrive while it runs are taken
     /// in the same turn.
     func consume(schedule: @escaping @Sendable () -> Void) {
-        let wake = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let wake = state.withLock { s -> (@Sendable () -> Void)? in
             s.schedule = schedule
             return s.count > 0 || s.finished ? Self.wakeConsumer(&s) : nil
         }
@@ -177,7 +177,7 @@ final class InputQueue: Sendable {
 
     /// The next input for the consumer (single consumer, on its loop).
     func next() -> Next {
-        state.withLockedValue { s in
+        state.withLock { s in
             if let input = Self.pop(&s) { return .input(input) }
             if s.finished { return .finished }
             s.scheduled = false

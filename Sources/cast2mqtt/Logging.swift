@@ -2,7 +2,7 @@ import Bridge
 import CastProtocol
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 import Web
 
 /// The daemon's logging: one logger per component (`cast2mqtt.<component>`, and
@@ -46,22 +46,22 @@ final class LogControl: Sendable {
         var json = false
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     /// The level of a component's logger, or of a device's (`trace` when it is traced).
     func level(component: String, device: String?) -> Logger.Level {
-        state.withLockedValue { s in
+        state.withLock { s in
             if let device, s.traced.contains(device) { return .trace }
             return s.components[component] ?? s.base
         }
     }
 
-    var json: Bool { state.withLockedValue { $0.json } }
+    var json: Bool { state.withLock { $0.json } }
 
     /// Takes the levels the core hands out (at start and after each change).
     func apply(_ levels: LogLevels) {
         func level(_ name: String) -> Logger.Level { Logger.Level(rawValue: name) ?? .info }
-        state.withLockedValue { s in
+        state.withLock { s in
             s.base = level(levels.level)
             s.components = levels.components.mapValues(level)
             s.traced = levels.deviceIDs
@@ -116,7 +116,7 @@ struct ComponentLogHandler: LogHandler {
 }
 
 enum LogFormat {
-    private static let lock = NIOLock()
+    private static let lock = Mutex(())
 
     /// `2026-11-22T10:15:30.123Z info cast2mqtt.cast: cast.device=TV (0123...) connected`
     static func text(time: String, level: Logger.Level, label: String, metadata: Logger.Metadata, message: String) -> String {
@@ -148,7 +148,7 @@ enum LogFormat {
     static func write(_ line: String) {
         var bytes = Array(line.utf8)
         bytes.append(10)
-        lock.withLock {
+        lock.withLock { _ in
             bytes.withUnsafeBytes { buffer in
                 guard let base = buffer.baseAddress else { return }
                 var offset = 0

@@ -2,24 +2,24 @@ import Bridge
 import Foundation
 import Logging
 import MQTT
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import Web
 
-/// What the web page and `/metrics` see of the daemon, in one place: `BridgeRuntime` calls one
+/// What the web page and `/metrics` see of the daemon, in one place: the daemon's parts call one
 /// method per thing that happens (an MQTT event, a publication, an applied output, a tick, a
-/// Cast operation) and runs the web server as a child of its task group. Each call is a counter
+/// Cast operation), and `WebService` runs the web server (Services.swift). Each call is a counter
 /// or a lock and a dictionary write; with the page off (`web.enabled: false`) only the metrics
 /// remain.
 final class RuntimeObservers: Sendable {
     let metrics: BridgeMetrics
     let hub: WebHub?
     let server: WebServer?
-    private let latest: NIOLockedValueBox<CoreGauges?>
+    private let latest: LatestGauges
     private let inputs: InputQueue
 
     init(configuration: BridgeConfiguration, logger: Logger, metrics: BridgeMetrics, logTail: LogTail, inputs: InputQueue) {
-        let latest = NIOLockedValueBox<CoreGauges?>(nil)
+        let latest = LatestGauges()
         self.latest = latest
         self.metrics = metrics
         self.inputs = inputs
@@ -39,11 +39,11 @@ final class RuntimeObservers: Sendable {
                                  configurationText: ConfigurationLoader.printable(configuration),
                                  ingressAddress: configuration.web.ingressAddress),
             hub: hub, metrics: metrics, logger: logger, stats: { [latest, inputs, metrics] in
-                Self.stats(latest.withLockedValue { $0 }, inputs: inputs, metrics: metrics)
+                Self.stats(latest.value, inputs: inputs, metrics: metrics)
             })
     }
 
-    /// The web server, for the life of the runtime's task group (returns at once when it is off).
+    /// The web server, until cancelled (returns at once when it is off).
     func run(group: any EventLoopGroup) async {
         await server?.run(group: group)
     }
@@ -84,7 +84,7 @@ final class RuntimeObservers: Sendable {
 
     /// Once a second, on the consumer's tick.
     func tick(_ gauges: CoreGauges) {
-        latest.withLockedValue { $0 = gauges }
+        latest.value = gauges
         metrics.core(devices: gauges.devices, online: gauges.online, waiting: gauges.waiting, inFlight: gauges.inFlight)
         let c = inputs.counters
         metrics.inputQueue(depth: inputs.count, totals: [.coalescedStatus: c.coalescedStatuses,
@@ -109,6 +109,16 @@ final class RuntimeObservers: Sendable {
             fields += ["\"devices\":\(g.devices)", "\"online\":\(g.online)", "\"waiting\":\(g.waiting)", "\"in_flight\":\(g.inFlight)"]
         }
         return Array(("{" + fields.joined(separator: ",") + "}").utf8)
+    }
+}
+
+/// The core's gauges of the last tick, read by the bridge page's stats (from the web's loop).
+private final class LatestGauges: Sendable {
+    private let gauges = Mutex<CoreGauges?>(nil)
+
+    var value: CoreGauges? {
+        get { gauges.withLock { $0 } }
+        set { gauges.withLock { $0 = newValue } }
     }
 }
 

@@ -81,7 +81,10 @@ import Testing
         #expect(mqtt.protocolVersion == .v311)
         #expect(mqtt.cleanStart == false)
         #expect(mqtt.will?.retain == true)
-        #expect(Adapt.discoveryConfiguration(c).staticDevices.first?.host == "192.0.2.9")
+        #expect(mqtt.broker == c.mqtt)
+        // Discovery reads its section as it is (no copy to convert).
+        let discovery: DiscoveryConfiguration = c.discovery
+        #expect(discovery.devices.first?.effectiveID == StaticDevice(host: "192.0.2.9").effectiveID)
     }
 
     @Test func deviceTable() {

@@ -125,7 +125,7 @@ import TestSupport
                       id.dropFirst(20)].map(String.init).joined(separator: "-").uppercased()
         let configuration = DiscoveryConfiguration(
             interfaces: ["lo"],
-            staticDevices: [StaticDevice(host: "127.0.0.9", port: 8009, name: "Static name", id: dashed, topic: "den_tv")])
+            devices: [StaticDevice(host: "127.0.0.9", port: 8009, name: "Static name", id: dashed, topic: "den_tv")])
         let (discovery, recorder, _) = discovery(configuration)
         defer { discovery.stop() }
 
@@ -160,7 +160,7 @@ import TestSupport
         let (logger, logs) = RecordingLogHandler.logger()
         let staticDevice = StaticDevice(host: "127.0.0.8", name: "Always there")
         let discovery = DeviceDiscovery(
-            configuration: DiscoveryConfiguration(interfaces: ["lo"], staticDevices: [staticDevice]),
+            configuration: DiscoveryConfiguration(interfaces: ["lo"], devices: [staticDevice]),
             logger: logger,
             connectHook: { attempts.withLock { $0 += 1; return $0 > 4 } },
             retryInitial: .milliseconds(50), retryMax: .milliseconds(200))
@@ -181,7 +181,7 @@ import TestSupport
         let (logger, logs) = RecordingLogHandler.logger()
         let device = StaticDevice(host: "127.0.0.7", port: 32000, name: "Group")
         let discovery = DeviceDiscovery(
-            configuration: DiscoveryConfiguration(mdns: false, staticDevices: [device]), logger: logger)
+            configuration: DiscoveryConfiguration(mdns: false, devices: [device]), logger: logger)
         let recorder = EventRecorder(discovery)
         discovery.start()
         let added = await recorder.first { _ in true }
@@ -247,7 +247,7 @@ import TestSupport
     @Test func stopIsIdempotentFinishesTheStreamAndDroppingWithoutStopIsSafe() async throws {
         let (logger, _) = RecordingLogHandler.logger()
         let discovery = DeviceDiscovery(
-            configuration: DiscoveryConfiguration(interfaces: ["lo"], staticDevices: [StaticDevice(host: "127.0.0.6")]),
+            configuration: DiscoveryConfiguration(interfaces: ["lo"], devices: [StaticDevice(host: "127.0.0.6")]),
             logger: logger)
         discovery.start()
         discovery.start()

@@ -43,7 +43,7 @@ deb_version() {
 }
 
 # Copies the files git knows (tracked, and new ones not ignored) into $STAGE, with
-# Sources/Bridge/Configuration/BuildVersion.swift saying $1. rsync --checksum leaves unchanged
+# Sources/Settings/BuildVersion.swift saying $1. rsync --checksum leaves unchanged
 # files alone, so the release build stays incremental.
 stage_tree() {
     local version=$1 tmp
@@ -55,7 +55,7 @@ stage_tree() {
     [[ -f $ROOT/Package.resolved ]] && cp -p "$ROOT/Package.resolved" "$tmp/"
     local escaped=${version//\\/\\\\}
     escaped=${escaped//\"/\\\"}
-    cat > "$tmp/Sources/Bridge/Configuration/BuildVersion.swift" <<EOF
+    cat > "$tmp/Sources/Settings/BuildVersion.swift" <<EOF
 // Written by scripts/package: the version of this release build.
 public enum BuildVersion {
     public static let string = "$escaped"

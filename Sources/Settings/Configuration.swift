@@ -1,5 +1,8 @@
-/// The daemon's configuration (mqtt-api.md §8). Every field has a default; parsing lives in
-/// ConfigurationLoader.swift, where every key is listed once.
+/// The daemon's configuration (mqtt-api.md §8): the one configuration model. Every field has a
+/// default; parsing lives in Bridge's ConfigurationLoader.swift, where every key is listed once.
+/// The lower layers read their sections of it directly — Discovery takes `Discovery` (as
+/// `DiscoveryConfiguration`) and `StaticDevice`, MQTT builds its client options on `MQTT` — so
+/// no layer keeps a copy of these types.
 public struct BridgeConfiguration: Sendable, Hashable {
     public struct MQTT: Sendable, Hashable {
         public var url = "mqtt://localhost:1883"
@@ -21,12 +24,16 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public init() {}
     }
 
-    /// A `discovery.devices` entry.
+    /// A `discovery.devices` entry: a device reachable without mDNS (Discovery's `StaticDevice`).
     public struct StaticDevice: Sendable, Hashable {
+        /// An IP literal or a host name.
         public var host: String
         public var port = 8009
+        /// The friendly name to use; wins over the mDNS `fn` when the device is also seen by mDNS.
         public var name: String?
+        /// The Cast UUID (any case, dashes allowed). Nil: Discovery's `stableID(host:port:)`.
         public var id: String?
+        /// An explicit MQTT topic name.
         public var topic: String?
         public init(host: String, port: Int = 8009, name: String? = nil, id: String? = nil, topic: String? = nil) {
             self.host = host
@@ -37,14 +44,21 @@ public struct BridgeConfiguration: Sendable, Hashable {
         }
     }
 
+    /// The `discovery` section (Discovery's `DiscoveryConfiguration`).
     public struct Discovery: Sendable, Hashable {
+        /// Browse `_googlecast._tcp` with avahi. Off: static devices only.
         public var mdns = true
-        /// Empty = all interfaces.
+        /// Interface names to browse on (e.g. `["eth0"]`); empty = all interfaces.
         public var interfaces: [String] = []
+        /// Devices from the configuration, merged with mDNS by id.
         public var devices: [StaticDevice] = []
-        /// Names or ids; empty = all.
+        /// Friendly names (case-insensitive) or ids; empty = every device.
         public var include: [String] = []
+        /// Friendly names (case-insensitive) or ids; wins over `include`.
         public var exclude: [String] = []
+        /// When a device is seen over both IPv4 and IPv6, connect over IPv6 (no key of the
+        /// configuration file: always off for the daemon; tests set it).
+        public var preferIPv6 = false
         public init() {}
     }
 

@@ -4,7 +4,7 @@ import CastProtocol
 import Discovery
 import Testing
 
-@testable import cast2mqtt
+@testable import KnownDevices
 
 /// What `eureka_info` adds to discovery (DeviceFacts, pure): facts of static devices, devices
 /// given by their address, groups found through a static device, groups that moved, dynamic
@@ -21,7 +21,8 @@ import Testing
                    displaySupported: display, multizoneSupported: true, groups: groups, dynamicGroups: dynamic)
     }
 
-    static func facts(_ statics: [StaticDevice] = []) -> DeviceFacts {
+    /// No Cast clients here: the rules never touch them.
+    static func facts(_ statics: [StaticDevice] = []) -> DeviceFacts<Never> {
         DeviceFacts(statics: statics, filter: DeviceFilter(include: [], exclude: []))
     }
 
@@ -194,5 +195,29 @@ import Testing
         _ = unanswered.discovered(.added(known), known: { _ in false })
         let timedOut = unanswered.answered(host: "192.0.2.11", .failure(EurekaFetchError(.timeout, "no answer")))
         #expect(Self.passed(timedOut).first?.dynamic == false)
+    }
+}
+
+/// The device table's clients: kept per entry, handed over once, and a group that already has
+/// one is not held back.
+@Suite struct DeviceTableTests {
+    static let groupID = "55555555555555555555555555555555"
+
+    @Test func aGroupWithAClientIsNotHeldAndClientsAreHandedOverOnce() {
+        var facts = DeviceFacts<Int>(statics: [], filter: DeviceFilter(include: [], exclude: []))
+        let group = CastDeviceRecord(id: Self.groupID, friendlyName: "Kitchen + Den", model: "Google Cast Group",
+                                     host: "192.0.2.11", port: 32190, castType: .group, serviceName: "Google-Cast-Group-y")
+        #expect(facts.setClient(7, for: Self.groupID) == nil)
+        // Known through its client (announced again after vanishing): no wait for eureka_info.
+        let actions = facts.discovered(.added(group), known: { _ in false })
+        #expect(actions == [.discovery(.added(group), dynamic: false, configuredID: nil)])
+        #expect(facts.entry(Self.groupID)?.record == group && facts.entry(Self.groupID)?.held == false)
+        #expect(facts.client(Self.groupID) == 7)
+        #expect(facts.takeClients() == [7])
+        #expect(facts.client(Self.groupID) == nil && facts.takeClients().isEmpty)
+        // Without a client the same announcement of a new group waits for its leader.
+        var fresh = DeviceFacts<Int>(statics: [], filter: DeviceFilter(include: [], exclude: []))
+        #expect(fresh.discovered(.added(group), known: { _ in false }) == [.fetch(host: "192.0.2.11")])
+        #expect(fresh.entry(Self.groupID)?.held == true)
     }
 }
