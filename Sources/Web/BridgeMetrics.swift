@@ -1,6 +1,6 @@
 import CoreMetrics
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 import Prometheus
 
 /// The daemon's metrics: swift-metrics objects backed by one swift-prometheus registry, exported
@@ -25,8 +25,8 @@ public final class BridgeMetrics: Sendable {
         var inputTotals: [String: Int] = [:]
         var cpuSeconds = 0.0
     }
-    let labeled = NIOLockedValueBox(Labeled())
-    let liveness = NIOLockedValueBox(Liveness())
+    let labeled = Mutex(Labeled())
+    let liveness = Mutex(Liveness())
 
     struct Liveness {
         var mqttConnected = false
@@ -92,7 +92,7 @@ public final class BridgeMetrics: Sendable {
 
     /// One answered command or request (`BridgeOutput.outcomes`): count and latency.
     public func commandAnswered(command: String, code: String, latency: Duration) {
-        let (counter, timer) = labeled.withLockedValue { l -> (CoreMetrics.Counter, CoreMetrics.Timer) in
+        let (counter, timer) = labeled.withLock { l -> (CoreMetrics.Counter, CoreMetrics.Timer) in
             let code = Self.codeLabel(code, seen: &l.codes)
             let command = Self.commandLabel(command)
             let key = command + "|" + code
@@ -110,7 +110,7 @@ public final class BridgeMetrics: Sendable {
 
     /// One Cast operation finished (from the device's event loop).
     public func castRequest(operation: String, ok: Bool, duration: Duration) {
-        let timer = labeled.withLockedValue { l -> CoreMetrics.Timer in
+        let timer = labeled.withLock { l -> CoreMetrics.Timer in
             let key = "cast|" + operation + (ok ? "|ok" : "|error")
             if let timer = l.timers[key] { return timer }
             let timer = CoreMetrics.Timer(label: "cast2mqtt_cast_request_duration_seconds",
@@ -138,7 +138,7 @@ public final class BridgeMetrics: Sendable {
     }
 
     public func mqttConnection(up: Bool) {
-        let reconnect = liveness.withLockedValue { l -> Bool in
+        let reconnect = liveness.withLock { l -> Bool in
             l.mqttConnected = up
             guard up else { return false }
             l.mqttConnects += 1
@@ -150,7 +150,7 @@ public final class BridgeMetrics: Sendable {
 
     /// The consumer loop took an input (`/healthz`).
     public func consumerTurned(now: ContinuousClock.Instant = .now) {
-        liveness.withLockedValue { $0.lastTurn = now }
+        liveness.withLock { $0.lastTurn = now }
     }
 
     /// The core's counts (on the consumer's tick).
@@ -170,7 +170,7 @@ public final class BridgeMetrics: Sendable {
     /// The input queue's depth and its running totals of what it coalesced or dropped.
     public func inputQueue(depth: Int, totals: [InputOverload: Int]) {
         inputDepth.record(depth)
-        let deltas = labeled.withLockedValue { l -> [(InputOverload, Int)] in
+        let deltas = labeled.withLock { l -> [(InputOverload, Int)] in
             totals.compactMap { kind, total in
                 let delta = total - (l.inputTotals[kind.rawValue] ?? 0)
                 l.inputTotals[kind.rawValue] = max(total, l.inputTotals[kind.rawValue] ?? 0)
@@ -185,7 +185,7 @@ public final class BridgeMetrics: Sendable {
     }
 
     private func cachedCounter(_ name: String, _ dimensions: [(String, String)]) -> CoreMetrics.Counter {
-        labeled.withLockedValue { l in
+        labeled.withLock { l in
             let key = name + "|" + dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
             if let counter = l.counters[key] { return counter }
             let counter = CoreMetrics.Counter(label: name, dimensions: dimensions, factory: factory)

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The last lines the daemon logged, for the bridge page (live). A `LogHandler` writes into it
 /// next to the usual stderr handler (`TailLogHandler`); the page reads what is newer than what it
@@ -17,15 +17,15 @@ public final class LogTail: Sendable {
         var onAppend: (@Sendable () -> Void)?
     }
 
-    private let state: NIOLockedValueBox<State>
+    private let state: Mutex<State>
 
     public init(capacity: Int = 500) {
-        state = NIOLockedValueBox(State(lines: Ring(capacity: capacity)))
+        state = Mutex(State(lines: Ring(capacity: capacity)))
     }
 
     /// Adds a line (any thread).
     public func append(_ text: String) {
-        let notify = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let notify = state.withLock { s -> (@Sendable () -> Void)? in
             s.sequence += 1
             s.lines.append(Line(sequence: s.sequence, text: String(text.prefix(4096))))
             return s.onAppend
@@ -35,17 +35,17 @@ public final class LogTail: Sendable {
 
     /// Called after every append (the hub wakes the open pages with it).
     func setOnAppend(_ callback: (@Sendable () -> Void)?) {
-        state.withLockedValue { $0.onAppend = callback }
+        state.withLock { $0.onAppend = callback }
     }
 
     /// The lines after `sequence` (all kept lines for 0) and the newest sequence number.
     func lines(after sequence: UInt64) -> (lines: [Line], latest: UInt64) {
-        state.withLockedValue { s in
+        state.withLock { s in
             (s.lines.suffix { $0.sequence > sequence }, s.sequence)
         }
     }
 
-    var latest: UInt64 { state.withLockedValue { $0.sequence } }
+    var latest: UInt64 { state.withLock { $0.sequence } }
 }
 
 /// A swift-log handler that formats like the stderr one and appends to a `LogTail`.

@@ -14,7 +14,7 @@ extension BridgeMetrics {
     }
 
     public func health(now: ContinuousClock.Instant = .now) -> Health {
-        let l = liveness.withLockedValue { $0 }
+        let l = liveness.withLock { $0 }
         let age = l.lastTurn.map { now - $0 }
         let turning = age.map { $0 < Self.stuckAfter } ?? false
         return Health(healthy: l.mqttConnected && turning, mqttConnected: l.mqttConnected,
@@ -56,7 +56,7 @@ extension BridgeMetrics {
         if getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 {
             let seconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-            let delta = labeled.withLockedValue { l -> Double in
+            let delta = labeled.withLock { l -> Double in
                 let d = seconds - l.cpuSeconds
                 l.cpuSeconds = max(l.cpuSeconds, seconds)
                 return d

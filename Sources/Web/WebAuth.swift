@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Who may use the page. Without a token (loopback only; the configuration refuses anything
 /// else) every request from this machine is let in, but only with a loopback `Host` (a web page
@@ -163,14 +163,14 @@ public final class LoginLimiter: Sendable {
         var failures: Int
     }
 
-    private let sources = NIOLockedValueBox<[String: Source]>([:])
+    private let sources = Mutex<[String: Source]>([:])
     private let capacity: Int
 
     public init(capacity: Int = 1024) { self.capacity = capacity }
 
     /// Nil when `source` may try now, else how many seconds until it may.
     public func retryAfter(_ source: String, now: ContinuousClock.Instant = .now) -> Int? {
-        sources.withLockedValue { all -> Int? in
+        sources.withLock { all -> Int? in
             guard let entry = all[source], entry.failures >= Self.attemptsPerWindow else { return nil }
             let end = entry.windowStart + Self.window
             guard now < end else { return nil }
@@ -180,7 +180,7 @@ public final class LoginLimiter: Sendable {
 
     /// Records a failure; true when it is the first one remembered for `source` (log it).
     public func failed(_ source: String, now: ContinuousClock.Instant = .now) -> Bool {
-        sources.withLockedValue { all in
+        sources.withLock { all in
             if var entry = all[source] {
                 if now >= entry.windowStart + Self.window { entry = Source(windowStart: now, failures: 0) }
                 entry.failures += 1

@@ -56,7 +56,7 @@ extension WebHub {
 
     /// Sends a page's command into the bridge; the response reaches the page later.
     func send(_ request: CommandRequest, from client: Int) -> Result<String, CommandRejection> {
-        let id: String? = state.withLockedValue { s in
+        let id: String? = state.withLock { s in
             guard (s.clients[client]?.pending ?? Self.pendingPerPage) < Self.pendingPerPage,
                   s.pending.count < Self.pendingTotal else { return nil }
             let id = "web-\(s.nextCommand)"

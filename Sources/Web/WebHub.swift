@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// What the page shows, kept from the bridge's own publications: the daemon's consumer hands
 /// every `Publication` to `tee` (one call, a lock and a dictionary write; nothing else happens
@@ -66,7 +66,7 @@ public final class WebHub: Sendable {
 
     let baseTopic: String
     private let prefix: String
-    let state = NIOLockedValueBox(State())
+    let state = Mutex(State())
     let logTail: LogTail
     /// Hands a command to the daemon's input queue as an MQTT message on `topic` would arrive.
     let submit: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
@@ -80,7 +80,7 @@ public final class WebHub: Sendable {
     }
 
     /// Open pages.
-    public var clientCount: Int { state.withLockedValue { $0.clients.count } }
+    public var clientCount: Int { state.withLock { $0.clients.count } }
 
     /// One publication of the bridge (the consumer's hot path: cheap, never blocks for long).
     public func tee(topic: String, payload: [UInt8]) {
@@ -101,7 +101,7 @@ public final class WebHub: Sendable {
     }
 
     private func store(document key: String, payload: [UInt8]) {
-        let wakes = state.withLockedValue { s -> [AsyncStream<Void>.Continuation] in
+        let wakes = state.withLock { s -> [AsyncStream<Void>.Continuation] in
             s.version += 1
             if payload.isEmpty {
                 s.documents[key] = nil
@@ -116,7 +116,7 @@ public final class WebHub: Sendable {
     }
 
     private func record(device: String, _ kind: RecentItem.Kind, payload: [UInt8]) {
-        let wakes = state.withLockedValue { s -> [AsyncStream<Void>.Continuation] in
+        let wakes = state.withLock { s -> [AsyncStream<Void>.Continuation] in
             s.version += 1
             s.recent[device, default: Ring(capacity: Self.recentPerDevice)]
                 .append(RecentItem(version: s.version, kind: kind, payload: payload))
@@ -129,7 +129,7 @@ public final class WebHub: Sendable {
     }
 
     func wakeAll(onlyIfOpen: Bool) {
-        let wakes = state.withLockedValue { $0.clients.values.map(\.wake) }
+        let wakes = state.withLock { $0.clients.values.map(\.wake) }
         for wake in wakes { wake.yield() }
     }
 
@@ -138,7 +138,7 @@ public final class WebHub: Sendable {
     /// A page connected: its id and the stream that wakes it when something changed.
     func connect() -> (id: Int, wake: AsyncStream<Void>) {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLockedValue { s -> Int in
+        let id = state.withLock { s -> Int in
             let id = s.nextClient
             s.nextClient += 1
             s.clients[id] = Client(wake: continuation)
@@ -148,7 +148,7 @@ public final class WebHub: Sendable {
     }
 
     func disconnect(_ id: Int) {
-        let wake = state.withLockedValue { s -> AsyncStream<Void>.Continuation? in
+        let wake = state.withLock { s -> AsyncStream<Void>.Continuation? in
             let client = s.clients.removeValue(forKey: id)
             s.pending = s.pending.filter { $0.value.client != id }
             if s.clients.isEmpty { s.changes = Ring(capacity: Self.changeLogCapacity) }
@@ -159,7 +159,7 @@ public final class WebHub: Sendable {
 
     /// What a page needs to draw everything: `{"type":"snapshot","version",...,"documents",...,"recent"}`.
     func snapshot(meta: [UInt8]) -> (message: [UInt8], version: UInt64) {
-        let (version, documents, recent) = state.withLockedValue { s in
+        let (version, documents, recent) = state.withLock { s in
             (s.version, s.documents, s.recent.mapValues(\.elements))
         }
         var json = JSONText(capacity: 64 * 1024)
@@ -190,7 +190,7 @@ public final class WebHub: Sendable {
         var items: [(String, RecentItem)] = []
         var direct: [[UInt8]] = []
         var resync = false
-        let latest = state.withLockedValue { s -> UInt64 in
+        let latest = state.withLock { s -> UInt64 in
             direct = s.clients[client]?.direct ?? []
             s.clients[client]?.direct = []
             guard s.version > version else { return s.version }

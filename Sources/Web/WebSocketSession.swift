@@ -111,13 +111,13 @@ struct WebSocketSession {
 extension WebHub {
     /// Wakes one page (its stats timer).
     func wake(_ client: Int) {
-        let wake = state.withLockedValue { $0.clients[client]?.wake }
+        let wake = state.withLock { $0.clients[client]?.wake }
         wake?.yield()
     }
 
     /// A message for one page only (a refused command), sent with its next update.
     func answer(_ client: Int, _ response: [UInt8]) {
-        let wake = state.withLockedValue { s -> AsyncStream<Void>.Continuation? in
+        let wake = state.withLock { s -> AsyncStream<Void>.Continuation? in
             s.clients[client]?.direct.append(response)
             return s.clients[client]?.wake
         }

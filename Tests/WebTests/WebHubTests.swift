@@ -148,7 +148,7 @@ func tee(_ hub: WebHub, _ topic: String, _ payload: String) {
         tee(hub, "cast2mqtt/kitchen/response", #"{"command":"play","id":"web-1","status":"ok"}"#)
         #expect((try? hub.send(request, from: client).get()) != nil, "an answer frees a place")
         hub.disconnect(client)
-        #expect(hub.state.withLockedValue { $0.pending.isEmpty }, "a closed page's commands are forgotten")
+        #expect(hub.state.withLock { $0.pending.isEmpty }, "a closed page's commands are forgotten")
     }
 
     @Test func theIDGoesFirstInTheBody() {
