@@ -83,6 +83,10 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
     /// nil after a successful connect.
     public var lastError: MQTTError? { connection.shared.withLock { $0.lastError } }
 
+    /// Connect attempts started so far, the first included (an attempt counts from the moment
+    /// the network thread begins it: a test can tell that one is under way).
+    public var connectAttempts: Int { connection.shared.withLock { $0.connectAttempts } }
+
     /// The MQTT socket's descriptor, -1 when there is none (for tests).
     package var socketDescriptor: Int32 { connection.shared.withLock { $0.socket } }
 

@@ -117,7 +117,10 @@ extension MosquittoConnection {
         disconnectCode = nil
         established = false
         libraryLogging(true)
-        shared.withLock { $0.lastLibraryError = nil }
+        shared.withLock {
+            $0.lastLibraryError = nil
+            $0.connectAttempts += 1
+        }
         let rc: Int32
         let port = Int32(address.port)
         let keepalive = Int32(configuration.keepalive)

@@ -59,6 +59,8 @@ final class MosquittoConnection: @unchecked Sendable {
         var connected = false
         var everConnected = false
         var reconnectCount = 0
+        /// Connect attempts started in this run (the first included).
+        var connectAttempts = 0
         var socket: Int32 = -1
         var lastError: MQTTError?
         var subscriptions: [String: MQTTQoS] = [:]

@@ -128,9 +128,10 @@ extension BrokerTests {
         #expect(recorder.connectedCount == 0)
         // Shut down in the middle of the next attempt: the network thread stops, rather than being
         // left behind at the 5 s safety timeout, which the client would log. The attempt starts
-        // 200 ms after the failure and lasts up to the keepalive; nothing shows it under way in
-        // MQTT 5's blocking probe, so this sleep places the shutdown in it (the simulated moment).
-        try await Task.sleep(for: .milliseconds(700))
+        // 200 ms after the failure and lasts up to the keepalive (the silent host never answers),
+        // so once the client counts a second attempt, it is under way.
+        let attempts = client.connectAttempts
+        #expect(await waitUntil { client.connectAttempts > attempts })
         let clock = ContinuousClock()
         let start = clock.now
         await client.shutdown(finalMessage: nil)
