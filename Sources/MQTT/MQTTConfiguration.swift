@@ -81,6 +81,7 @@ public struct MQTTBrokerAddress: Sendable, Equatable, CustomStringConvertible {
 /// version, keepalive — read, not copied) and the client's own options, which no file sets
 /// (clean start, session expiry, the last will, reconnect delays, in-flight window). Every field
 /// has a default.
+@dynamicMemberLookup
 public struct MQTTConfiguration: Sendable {
     /// The `mqtt` section (its `baseTopic`, `qos` and `maxPayload` are the bridge's, not the
     /// client's).
@@ -154,82 +155,38 @@ public struct MQTTConfiguration: Sendable {
         self.keepalive = keepalive
     }
 
-    // The section's fields, as the client reads them.
+    // The section's fields (`url`, `clientID`, `username`, `password`, `passwordFile`, `caFile`,
+    // `certFile`, `keyFile`, `insecure`, `keepalive`) are read and written through to `broker`.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<BridgeConfiguration.MQTT, Value>) -> Value {
+        get { broker[keyPath: field] }
+        set { broker[keyPath: field] = newValue }
+    }
 
-    /// `mqtt://host:port` or `mqtts://host:port`.
-    public var url: String {
-        get { broker.url }
-        set { broker.url = newValue }
-    }
-    /// The client id. Fixed, so the broker can keep our persistent session across reconnects.
-    public var clientID: String {
-        get { broker.clientID }
-        set { broker.clientID = newValue }
-    }
-    public var username: String? {
-        get { broker.username }
-        set { broker.username = newValue }
-    }
-    public var password: String? {
-        get { broker.password }
-        set { broker.password = newValue }
-    }
-    /// A file whose first line is the password (takes the place of `password`).
-    public var passwordFile: String? {
-        get { broker.passwordFile }
-        set { broker.passwordFile = newValue }
-    }
-    /// CA certificate(s) (PEM) to verify the broker. Without it, `mqtts` uses the system's CAs.
-    public var caFile: String? {
-        get { broker.caFile }
-        set { broker.caFile = newValue }
-    }
-    /// Client certificate (PEM) for mutual TLS; needs `keyFile`.
-    public var certFile: String? {
-        get { broker.certFile }
-        set { broker.certFile = newValue }
-    }
-    /// Private key (PEM) of `certFile`.
-    public var keyFile: String? {
-        get { broker.keyFile }
-        set { broker.keyFile = newValue }
-    }
-    /// Skip verification of the broker's certificate and host name. For tests and labs only.
-    public var insecure: Bool {
-        get { broker.insecure }
-        set { broker.insecure = newValue }
-    }
     /// The section's `protocol_version` (`3.1.1`, or anything else for 5).
     public var protocolVersion: MQTTProtocolVersion {
         get { broker.protocolVersion.hasPrefix("3") ? .v311 : .v5 }
         set { broker.protocolVersion = newValue.rawValue }
     }
-    /// Keepalive interval in seconds (at least 5).
-    public var keepalive: Int {
-        get { broker.keepalive }
-        set { broker.keepalive = newValue }
-    }
-
     /// Checks the configuration and returns the broker address. Throws `MQTTError` with
     /// code `.invalidConfiguration` and a sentence saying what to fix.
     public func validate() throws(MQTTError) -> MQTTBrokerAddress {
         func fail(_ why: String) -> MQTTError { MQTTError(code: .invalidConfiguration, message: why) }
-        let address = try MQTTBrokerAddress(url: url)
-        if clientID.isEmpty && !cleanStart {
+        let address = try MQTTBrokerAddress(url: broker.url)
+        if broker.clientID.isEmpty && !cleanStart {
             throw fail("a persistent session (clean start off) needs a client id")
         }
-        if clientID.utf8.count > 65535 { throw fail("client id is too long") }
-        if keepalive < 5 || keepalive > 65535 { throw fail("keepalive must be 5-65535 seconds, not \(keepalive)") }
-        if password != nil && passwordFile != nil {
+        if broker.clientID.utf8.count > 65535 { throw fail("client id is too long") }
+        if broker.keepalive < 5 || broker.keepalive > 65535 { throw fail("keepalive must be 5-65535 seconds, not \(broker.keepalive)") }
+        if broker.password != nil && broker.passwordFile != nil {
             throw fail("set either password or password_file, not both")
         }
-        if (password != nil || passwordFile != nil) && username == nil {
+        if (broker.password != nil || broker.passwordFile != nil) && broker.username == nil {
             throw fail("a password needs a username")
         }
-        if !address.tls && (caFile != nil || certFile != nil || keyFile != nil || insecure) {
+        if !address.tls && (broker.caFile != nil || broker.certFile != nil || broker.keyFile != nil || broker.insecure) {
             throw fail("TLS options (ca_file, cert_file, key_file, insecure) need an mqtts:// URL")
         }
-        if (certFile == nil) != (keyFile == nil) {
+        if (broker.certFile == nil) != (broker.keyFile == nil) {
             throw fail("cert_file and key_file must be given together")
         }
         if reconnectInitial <= .zero || reconnectMax < reconnectInitial {
@@ -242,7 +199,7 @@ public struct MQTTConfiguration: Sendable {
 
     /// The password to send: `password`, or the first line of `passwordFile`.
     func resolvedPassword() throws(MQTTError) -> String? {
-        guard let passwordFile else { return password }
+        guard let passwordFile = broker.passwordFile else { return broker.password }
         guard let file = fopen(passwordFile, "r") else {
             let why = String(cString: strerror(errno))
             throw MQTTError(code: .invalidConfiguration, message: "cannot read password file \(passwordFile): \(why)")
