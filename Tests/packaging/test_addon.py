@@ -373,8 +373,10 @@ def test_the_addon_takes_its_broker_from_the_supervisor(addon_image, workdir):
         # The bridge runs as uid 10001, and its copy of the options is its own.
         users = {comm.strip(): user for user, comm in addon.container.top()}
         assert users.get("cast2mqtt") == "cast2mqtt", users
+        # podman stop: the bridge ends on SIGTERM (status 0, not podman's SIGKILL after 10 s).
         took = addon.container.stop()
-        assert took < 2.0, f"podman stop took {took:.2f} s"
+        print(f"add-on: podman stop took {took:.2f} s")
+        assert addon.container.exit_code() == 0, addon.container.logs()
         assert addon.observer.get("cast2mqtt/bridge/state") == b"offline"
     finally:
         addon.stop()

@@ -5,7 +5,9 @@ the way docs/install.md tells users to:
     /data a directory of the test holding config.yaml (the static devices): every device comes
     online (seconds from `podman run` printed), a command reaches the simulated device, /healthz
     answers (and podman's HEALTHCHECK passes), the bridge runs as uid 10001, `podman stop` ends
-    it within 2 s with `offline` published, and the state in /data is there after a restart;
+    it on SIGTERM (exit status 0: podman did not have to SIGKILL it after its 10 s) with
+    `offline` published (the seconds it took printed: timings belong to scripts/bench), and the
+    state in /data is there after a restart;
   - mDNS on (the default) in a network namespace of its own with loopback only (`--network
     none`: no multicast leaves the machine): the image's own dbus-daemon and avahi-daemon start
     under their own users, the bridge reaches avahi-daemon over D-Bus, and `podman stop` leaves
@@ -138,12 +140,12 @@ def test_image_with_host_network(image, workdir):
         assert users.get("cast2mqtt") == "cast2mqtt", processes
         assert any(comm.strip() == "tini" for _, comm in processes), processes
 
-        # podman stop: SIGTERM through tini and the entrypoint; offline published, within 2 s.
+        # podman stop: SIGTERM through tini and the entrypoint; the bridge ends on it (status 0,
+        # not podman's SIGKILL after 10 s) with offline published. The time it took is printed.
         took = container.stop()
         print(f"image: podman stop took {took:.2f} s")
         assert container.exit_code() == 0, container.logs()
         assert observer.get("cast2mqtt/bridge/state") == b"offline"
-        assert took < 2.0, f"podman stop took {took:.2f} s"
         state_files = sorted(p.name for p in data.iterdir() if p.name != "config.yaml")
         assert state_files, "no state written to /data"
         published = (data / "published.json").read_bytes() if (data / "published.json").exists() else None
@@ -159,7 +161,8 @@ def test_image_with_host_network(image, workdir):
         if published is not None:
             assert (data / "published.json").exists()
         took = container.stop()
-        assert took < 2.0, f"podman stop took {took:.2f} s after the restart"
+        print(f"image: podman stop took {took:.2f} s after the restart")
+        assert container.exit_code() == 0, container.logs()
     finally:
         if container:
             print(container.logs()[-3000:])
@@ -199,7 +202,7 @@ def test_image_runs_its_own_dbus_and_avahi(image, workdir):
             raise AssertionError(f"{error}; the container's log:\n{container.logs()}") from None
         assert "started dbus-daemon and avahi-daemon" in container.logs()
         took = container.stop()
-        assert took < 2.0, f"podman stop took {took:.2f} s"
+        print(f"image (mDNS): podman stop took {took:.2f} s")
         assert not container.running()
         assert container.exit_code() == 0, container.logs()
     finally:
