@@ -32,10 +32,24 @@ ONE_STEP = RECONNECT_MAX * JITTER + SLACK
 DOWNTIME_TOLERANCE = 1.0
 
 
-def hold_until(moment: float) -> None:
-    """Lets a fault last until `moment` (time.monotonic()): part of the scenario, not a wait
-    for a result."""
+def wait_out_the_outage(moment: float) -> None:
+    """A scenario's duration, not a wait for a result: a fault whose length is what the test is
+    about lasts until `moment` (time.monotonic()). Used only where nothing observable happens
+    while it lasts (the power cycle: the bridge holds a half-open connection and says nothing),
+    so there is no fact to wait for; everything else waits for a marker (`failed_connects`)."""
     time.sleep(max(0.0, moment - time.monotonic()))
+
+
+def failed_connects(bridge, device) -> list[str]:
+    """The bridge's log lines for the device's failed connect attempts (each attempt that fails
+    is logged on the `cast` logger with the device's id: `cannot connect` the first time, then
+    `connect failed`; nothing else tells when one ended)."""
+    return [line for line in bridge.output().splitlines() if device.id in line and FAILED_CONNECT.search(line)]
+
+
+FAILED_CONNECT = re.compile(r" cast2mqtt\.cast: .*\b(cannot connect|connect failed)\b")
+# Waiting for failed connect attempts: each ends within a backoff step plus the connect timeout.
+ATTEMPT_BOUND = RECONNECT_MAX * JITTER + CONNECT_TIMEOUT + SLACK
 
 
 def wait_event(mqtt, bridge, device, after: float, kind: str) -> list[dict]:
@@ -65,9 +79,9 @@ def test_link_down_is_offline_within_the_heartbeat_timeout_and_back_within_one_b
     vanish, nobody answers with a reset, the bridge's ARP for it fails."""
     device, other = devices["d1"], devices["d0"]
     start = time.monotonic()
+    failed_before = len(failed_connects(bridge, device))
     last = mark_last_message(mqtt, bridge, device, 0.37)
     bridge.net.link(device.host, up=False)
-    down = time.monotonic()
 
     offline = mqtt.wait_payload(bridge.topic(device, "availability"), b"offline", start, OFFLINE_BOUND + 10)
     report("link down: last message -> availability offline", offline - last)
@@ -84,8 +98,10 @@ def test_link_down_is_offline_within_the_heartbeat_timeout_and_back_within_one_b
     assert answer["error"]["code"] == "device_offline", answer
 
     # Reconnect attempts go on with backoff while the link is down; each ends (here the bridge's
-    # ARP for the device fails: "no route to host" after about 3 s).
-    hold_until(down + HEARTBEAT_TIMEOUT + 8)
+    # ARP for the device fails: "no route to host" after about 3 s). The link stays down until
+    # two of them have failed (in the bridge's log).
+    wait_for(lambda: len(failed_connects(bridge, device)) >= failed_before + 2, 2 * ATTEMPT_BOUND + 10, 0.1,
+             f"two failed connect attempts to {device.name} in the bridge's log")
     bridge.net.link(device.host, up=True)
     up = time.monotonic()
     online = mqtt.wait_payload(bridge.topic(device, "availability"), b"online", up, ONE_STEP + CONNECT_TIMEOUT + 10)
@@ -141,7 +157,7 @@ def test_a_device_power_cycled_while_connected_is_found_by_the_reset_of_the_half
     start = time.monotonic()
     last = mark_last_message(mqtt, bridge, device, 0.43)
     bridge.net.unplug(device.host)  # the cable, then the power: its kernel and sockets are gone
-    hold_until(last + 3)
+    wait_out_the_outage(last + 3)  # off for 3 s: the length is the scenario (see the docstring)
     bridge.net.add_host(device.host, device.address)  # the same hardware (MAC) back on its port
     device.start()
     offline = mqtt.wait_payload(bridge.topic(device, "availability"), b"offline", start, OFFLINE_BOUND + 10)
@@ -196,6 +212,7 @@ def test_an_unplugged_device_leaves_no_hang_and_no_socket(mqtt, bridge, devices)
     pid = bridge.process.pid
     before = open_sockets(pid)
     start = time.monotonic()
+    failed_before = len(failed_connects(bridge, device))
     last = mark_last_message(mqtt, bridge, device, 0.47)
     bridge.net.unplug(device.host)
     offline = mqtt.wait_payload(bridge.topic(device, "availability"), b"offline", start, OFFLINE_BOUND + 10)
@@ -203,11 +220,15 @@ def test_an_unplugged_device_leaves_no_hang_and_no_socket(mqtt, bridge, devices)
     assert offline - last <= OFFLINE_BOUND
     # Attempts go on; none of them keeps its socket: the daemon's sockets stay at most where they
     # were with the device connected (an attempt in flight takes the place of the connection).
-    counts = []
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    # Sampled every 0.25 s until three attempts have failed since the unplug (the bridge's log).
+    counts: list[int] = []
+
+    def sampled_through_three_attempts() -> bool:
         counts.append(open_sockets(pid))
-        time.sleep(0.25)
+        return len(failed_connects(bridge, device)) >= failed_before + 3
+
+    wait_for(sampled_through_three_attempts, 3 * ATTEMPT_BOUND + 10, 0.25,
+             f"three failed connect attempts to {device.name} in the bridge's log")
     assert max(counts) <= before, f"{before} sockets before, {counts} while the device is gone"
     answer, took = command(mqtt, bridge, other, "volume", {"percent": 27})
     assert answer["status"] == "ok", answer
@@ -319,10 +340,8 @@ def test_a_reply_that_never_comes_is_a_timeout_and_the_connect_attempts_are_boun
         # The first reconnect attempt: TCP's SYN-ACK never arrives, the connect timeout ends it (the
         # bridge logs each failed attempt, on its `cast` logger with the device's id; nothing else
         # tells when one ended).
-        pattern = re.compile(r" cast2mqtt\.cast: .*\b(cannot connect|connect failed)\b")
-
         def failed_attempts() -> list[str]:
-            return [line for line in bridge.output().splitlines() if device.id in line and pattern.search(line)]
+            return failed_connects(bridge, device)
         before = len(failed_attempts())
         wait_for(lambda: len(failed_attempts()) > before, RECONNECT_INITIAL * JITTER + CONNECT_TIMEOUT + SLACK + 5, 0.1,
                  "a failed connect attempt in the bridge's log")
