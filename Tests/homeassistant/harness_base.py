@@ -1,0 +1,98 @@
+"""The base of the test harness (harness.py re-exports it): where the binaries and Home
+Assistant are, free ports, bounded waits, and processes stopped by their PID."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CAST2MQTT = os.environ.get("CAST2MQTT_BIN", str(ROOT / ".build/debug/cast2mqtt"))
+CAST_SIM = os.environ.get("CAST_SIM", str(ROOT / ".build/debug/cast-sim"))
+HA_VENV = pathlib.Path(os.environ.get("HA_VENV", str(pathlib.Path(
+    os.environ.get("CAST2MQTT_CACHE", str(pathlib.Path.home() / ".cache/cast2mqtt"))) / "homeassistant-2025.4.4")))
+HASS = os.environ.get("HASS_BIN", str(HA_VENV / "bin/hass"))
+
+CLIENT_ID = "http://127.0.0.1/"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30, interval: float = 0.2, what: str = "condition") -> Any:
+    """Polls `predicate` until it returns something truthy (returned) or `timeout` seconds pass
+    (AssertionError naming `what`). Exceptions from the predicate count as "not yet"."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as error:  # noqa: BLE001 - "not yet"
+            last_error = error
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}"
+                                 + (f" (last error: {last_error!r})" if last_error else ""))
+        time.sleep(interval)
+
+
+class Process:
+    """One child process, output to a log file, stopped by its PID."""
+
+    def __init__(self, name: str, argv: list[str], log: pathlib.Path, env: dict[str, str] | None = None,
+                 cwd: str | None = None):
+        self.name = name
+        self.argv = argv
+        self.log_path = log
+        self._log = open(log, "ab")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, cwd=cwd)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send_signal(self, sig: int) -> None:
+        if self.alive():
+            os.kill(self.proc.pid, sig)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int | None:
+        """Sends `sig` and waits; SIGKILL after `timeout`. Returns the exit code."""
+        if self.alive():
+            try:
+                os.kill(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+        return self.proc.returncode
+
+    def output(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def python_ok() -> bool:
+    return sys.version_info[:2] == (3, 13)
+
+
