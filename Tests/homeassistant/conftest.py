@@ -1,6 +1,7 @@
 """Fixtures: one broker, one cast-sim with two devices, one bridge and one Home Assistant per test
-module (starting Home Assistant takes most of a run's time). test_integration.py resets the
-simulated devices before each of its tests (its `fresh` fixture), so each stands alone; the
+module (starting Home Assistant takes most of a run's time; integration/ overrides them with one
+set for the whole folder). integration/ resets the simulated devices before each of its tests (its
+`fresh` fixture), so each stands alone; the
 discovery modules check one bridge lifecycle in file order, each test saying what it leaves.
 
 Without Home Assistant (scripts/lib/ha.sh's venv) or the built binaries the tests are skipped,
@@ -11,31 +12,16 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 
 import pytest
 
-import harness
-from harness import Bridge, CastSim, HomeAssistant, Mosquitto, MQTTObserver
-
-LIVING_ROOM = ("Living Room TV", "0123456789abcdef0123456789abcd01")
-KITCHEN = ("Kitchen", "0123456789abcdef0123456789abcd02")
-
-
-def _missing() -> str | None:
-    if not harness.python_ok():
-        return "the Home Assistant tests need Python 3.13 (run them with the HA venv's python)"
-    for path in (harness.HASS, harness.CAST2MQTT, harness.CAST_SIM):
-        if not os.access(path, os.X_OK):
-            return f"{path} is missing (scripts/test builds and installs everything)"
-    if shutil.which("mosquitto") is None:
-        return "mosquitto is not installed"
-    return None
+from harness import (KITCHEN, LIVING_ROOM, Bridge, CastSim, HomeAssistant, Mosquitto, MQTTObserver,
+                     missing_requirements)
 
 
 @pytest.fixture(scope="module")
 def requirements() -> None:
-    reason = _missing()
+    reason = missing_requirements()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason)

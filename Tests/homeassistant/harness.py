@@ -22,11 +22,11 @@ Assistant); this module re-exports them, so tests import from `harness` alone.
 from __future__ import annotations
 
 from harness_base import (CAST2MQTT, CAST_SIM, CLIENT_ID, HA_VENV, HASS, ROOT, Process, free_port,
-                          python_ok, wait_for)
-from harness_cast import Bridge, CastSim, FileServer, yaml_value
+                          missing_requirements, python_ok, wait_for)
+from harness_cast import KITCHEN, LIVING_ROOM, Bridge, CastSim, FileServer, yaml_value
 from harness_ha import HomeAssistant, log_problems
 from harness_mqtt import Mosquitto, MQTTObserver, TCPProxy
 
 __all__ = ["CAST2MQTT", "CAST_SIM", "CLIENT_ID", "HA_VENV", "HASS", "ROOT", "Bridge", "CastSim", "FileServer",
-           "HomeAssistant", "Mosquitto", "MQTTObserver", "Process", "TCPProxy", "free_port", "log_problems",
-           "python_ok", "wait_for", "yaml_value"]
+           "HomeAssistant", "KITCHEN", "LIVING_ROOM", "Mosquitto", "MQTTObserver", "Process", "TCPProxy", "free_port", "log_problems",
+           "missing_requirements", "python_ok", "wait_for", "yaml_value"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -96,3 +97,13 @@ def python_ok() -> bool:
     return sys.version_info[:2] == (3, 13)
 
 
+def missing_requirements() -> str | None:
+    """Why the Home Assistant end-to-end tests cannot run here, or None."""
+    if not python_ok():
+        return "the Home Assistant tests need Python 3.13 (run them with the HA venv's python)"
+    for path in (HASS, CAST2MQTT, CAST_SIM):
+        if not os.access(path, os.X_OK):
+            return f"{path} is missing (scripts/test builds and installs everything)"
+    if shutil.which("mosquitto") is None:
+        return "mosquitto is not installed"
+    return None

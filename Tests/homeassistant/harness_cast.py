@@ -17,6 +17,11 @@ from harness_base import CAST2MQTT, CAST_SIM, Process, wait_for
 from harness_mqtt import Mosquitto
 
 
+# The two devices of the end-to-end tests (name, 32-hex id).
+LIVING_ROOM = ("Living Room TV", "0123456789abcdef0123456789abcd01")
+KITCHEN = ("Kitchen", "0123456789abcdef0123456789abcd02")
+
+
 class CastSim:
     """`cast-sim` with the given devices (name, 32-hex id) on free ports and a control endpoint."""
 

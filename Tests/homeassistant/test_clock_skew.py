@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from conftest import LIVING_ROOM
-from harness import CAST2MQTT, ROOT, Bridge, HomeAssistant, Process, wait_for
-from test_integration import flow, service
+from harness import CAST2MQTT, LIVING_ROOM, ROOT, Bridge, HomeAssistant, Process, wait_for
+from ha_calls import flow, service
 
 TV_ID = LIVING_ROOM[1]
 TV = "media_player.living_room_tv"

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 import requests
 
-from conftest import LIVING_ROOM
-from harness import ROOT, FileServer, HomeAssistant, wait_for
-from test_integration import call_ws, in_background
+from harness import LIVING_ROOM, ROOT, FileServer, HomeAssistant, wait_for
+from ha_calls import call_ws, in_background
 
 TV_ID = LIVING_ROOM[1]
 TV = "media_player.living_room_tv"

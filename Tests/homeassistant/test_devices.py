@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 import requests
 
-from conftest import KITCHEN, LIVING_ROOM
-from harness import ROOT, Bridge, HomeAssistant, log_problems, wait_for
+from harness import KITCHEN, LIVING_ROOM, ROOT, Bridge, HomeAssistant, log_problems, wait_for
 from test_discovery import DEVICE_OBJECTS
 
 BASE = "home/cast"

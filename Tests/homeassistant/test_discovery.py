@@ -11,8 +11,7 @@ import signal
 
 import pytest
 
-from conftest import KITCHEN, LIVING_ROOM
-from harness import log_problems, wait_for
+from harness import KITCHEN, LIVING_ROOM, log_problems, wait_for
 
 DEVICE_OBJECTS = [
     ("sensor", "state"), ("sensor", "media_title"), ("sensor", "media_artist"), ("sensor", "media_album"),

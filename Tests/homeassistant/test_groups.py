@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from harness import ROOT, Bridge, CastSim, wait_for
-from test_integration import service
+from ha_calls import service
 
 KITCHEN_ID = "0123456789abcdef0123456789abcd11"
 DEN_ID = "0123456789abcdef0123456789abcd12"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import KITCHEN, LIVING_ROOM
-from harness import Bridge, log_problems, wait_for
+from harness import KITCHEN, LIVING_ROOM, Bridge, log_problems, wait_for
 from test_discovery import BRIDGE_ENTITIES, KT, LR, available_entities, entities, wait_available
 
 LR_ID, KITCHEN_ID = LIVING_ROOM[1], KITCHEN[1]
