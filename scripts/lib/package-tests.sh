@@ -53,7 +53,7 @@ if [[ $what == image || $what == all ]]; then
 fi
 if [[ $what == addon || $what == all ]]; then
     CAST2MQTT_REUSE_BINARY=1 scripts/package addon
-    tests+=(Tests/packaging/test_addon.py)
+    tests+=(Tests/packaging/test_addon_config.py Tests/packaging/test_addon_supervisor.py Tests/packaging/test_addon_ingress.py)
 fi
 echo "==> packages built in $((SECONDS - start)) s; testing" >&2
 python3 -m pytest -q -p no:cacheprovider "${tests[@]}"
