@@ -13,7 +13,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 
 from homeassistant.core import HomeAssistant
 
-from custom_components.cast2mqtt import bridge as bridge_module
+from custom_components.cast2mqtt import bridge_commands, bridge_state
 from custom_components.cast2mqtt.bridge import Bridge
 from custom_components.cast2mqtt.errors import CommandError, InvalidCommandError
 from custom_components.cast2mqtt.payloads import DeviceInfoRecord
@@ -88,8 +88,8 @@ async def test_a_key_refused_every_time_is_given_up_after_one_retry_each(
 
 async def test_no_answer_is_a_timeout(hass: HomeAssistant, mqtt_mock: Any, loaded: MockConfigEntry,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "RESPONSE_GRACE", 0.0)
-    monkeypatch.setattr(bridge_module, "COMMAND_DEADLINE", 0.05)
+    monkeypatch.setattr(bridge_commands, "RESPONSE_GRACE", 0.0)
+    monkeypatch.setattr(bridge_commands, "COMMAND_DEADLINE", 0.05)
     bridge = bridge_of(loaded)
     with pytest.raises(CommandError) as raised:
         await bridge.async_command(tv(bridge), "pause", deadline=0.05)
@@ -141,7 +141,7 @@ async def test_waiting_commands_fail_when_mqtt_goes_and_none_is_sent_while_it_is
 
 async def test_commands_in_flight_are_bounded(hass: HomeAssistant, mqtt_mock: Any, loaded: MockConfigEntry,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge_module, "MAX_PENDING_COMMANDS", 1)
+    monkeypatch.setattr(bridge_commands, "MAX_PENDING_COMMANDS", 1)
     bridge = bridge_of(loaded)
     first = hass.async_create_task(bridge.async_command(tv(bridge), "pause"))
     await until_published(mqtt_mock, "/command/pause")
@@ -194,7 +194,7 @@ async def test_hostile_and_odd_messages_are_dropped(hass: HomeAssistant, mqtt_mo
 async def test_topics_tracked_before_they_are_listed_are_bounded(
         hass: HomeAssistant, mqtt_mock: Any, loaded: MockConfigEntry, monkeypatch: pytest.MonkeyPatch) -> None:
     bridge = bridge_of(loaded)
-    monkeypatch.setattr(bridge_module, "MAX_TRACKED_TOPICS", len(bridge._topics))
+    monkeypatch.setattr(bridge_state, "MAX_TRACKED_TOPICS", len(bridge._topics))
     async_fire_mqtt_message(hass, f"{BASE}/stranger/state", "idle")
     async_fire_mqtt_message(hass, f"{BASE}/stranger/receiver", "{}")
     await hass.async_block_till_done()
