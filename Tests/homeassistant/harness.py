@@ -27,6 +27,6 @@ from harness_cast import KITCHEN, LIVING_ROOM, Bridge, CastSim, FileServer, yaml
 from harness_ha import HomeAssistant, log_problems
 from harness_mqtt import Mosquitto, MQTTObserver, TCPProxy
 
-__all__ = ["CAST2MQTT", "CAST_SIM", "CLIENT_ID", "HA_VENV", "HASS", "ROOT", "Bridge", "CastSim", "FileServer",
-           "HomeAssistant", "KITCHEN", "LIVING_ROOM", "Mosquitto", "MQTTObserver", "Process", "TCPProxy", "free_port", "log_problems",
-           "missing_requirements", "python_ok", "wait_for", "yaml_value"]
+__all__ = ["CAST2MQTT", "CAST_SIM", "CLIENT_ID", "HA_VENV", "HASS", "KITCHEN", "LIVING_ROOM", "ROOT", "Bridge",
+           "CastSim", "FileServer", "HomeAssistant", "Mosquitto", "MQTTObserver", "Process", "TCPProxy", "free_port",
+           "log_problems", "missing_requirements", "python_ok", "wait_for", "yaml_value"]
