@@ -47,8 +47,12 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // Device authentication (DeviceAuth/): chain and signature checks.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
-            exclude: ["Proto/cast_channel.proto", "Proto/ORIGIN.md"],
+            exclude: ["Proto/cast_channel.proto", "Proto/ORIGIN.md", "DeviceAuth/ORIGIN.md"],
             swiftSettings: strict
         ),
         // SwiftNIO + NIOSSL client for one Cast device.
@@ -78,6 +82,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -222,6 +227,7 @@ let package = Package(
         fuzzTarget("config", ["Bridge"]),
         fuzzTarget("txt", ["Discovery", "Bridge"]),
         fuzzTarget("eureka", ["CastProtocol"]),
+        fuzzTarget("deviceauth", ["CastProtocol"]),
 
         // Shared helpers for tests: free ports, service processes (mosquitto, avahi), waiting.
         .target(
@@ -233,7 +239,10 @@ let package = Package(
         .testTarget(
             name: "CastProtocolTests",
             // CastSimulator only for its seeded random numbers.
-            dependencies: ["CastProtocol", "CastSimulator", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["CastProtocol", "CastSimulator", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "X509", package: "swift-certificates")],
+            // Public device-auth test data (DeviceAuthVectors/ORIGIN.md), read by path.
+            exclude: ["DeviceAuthVectors"],
             swiftSettings: strict
         ),
         .testTarget(
