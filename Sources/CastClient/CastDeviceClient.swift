@@ -25,8 +25,11 @@ public final class CastDeviceClient: Sendable {
     ///     devices share a few loops, no thread per device).
     ///   - sslContext: share one among many clients (`makeTLSContext()`); nil makes one.
     ///   - onEvent: called on the device's loop for every event instead of `events`.
+    ///   - deviceAuthTrust: the anchors device chains may end at when `configuration.deviceAuth`
+    ///     is not `off` (the public Cast roots unless told otherwise).
     public init(address: CastDeviceAddress, configuration: CastConnectionConfiguration = .init(), isGroup: Bool = false,
                 eventLoop: any EventLoop, logger: Logger, sslContext: NIOSSLContext? = nil,
+                deviceAuthTrust: DeviceAuthTrustStore = .castRoots,
                 onEvent: (@Sendable (CastClientEvent) -> Void)? = nil) throws {
         let context = try sslContext ?? Self.makeTLSContext()
         let (stream, continuation) = AsyncStream.makeStream(of: CastClientEvent.self)
@@ -42,7 +45,8 @@ public final class CastDeviceClient: Sendable {
         self.eventLoop = eventLoop
         self.box = .makeBoxSendingValue(
             DeviceConnection(address: address, configuration: configuration, isGroup: isGroup, eventLoop: eventLoop,
-                             sslContext: context, logger: logger, emit: emit, finishEvents: { continuation.finish() }),
+                             sslContext: context, deviceAuthTrust: deviceAuthTrust, logger: logger, emit: emit,
+                             finishEvents: { continuation.finish() }),
             eventLoop: eventLoop)
     }
 

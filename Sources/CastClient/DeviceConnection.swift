@@ -32,6 +32,9 @@ final class DeviceConnection {
     let eventLoop: any EventLoop
     let logger: Logger
     private let sslContext: NIOSSLContext
+    private let deviceAuthTrust: DeviceAuthTrustStore
+    /// The last device-auth result, so that a repeated one is not logged again.
+    private var lastAuthResult: DeviceAuthResult?
     /// Where events go, called on the loop in the order they happen (before the request they
     /// answer completes).
     private let emit: @Sendable (CastClientEvent) -> Void
@@ -64,13 +67,14 @@ final class DeviceConnection {
     var parsedReceiverReply: (payload: CastPayload, status: ReceiverStatus)?
 
     init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, isGroup: Bool, eventLoop: any EventLoop,
-         sslContext: NIOSSLContext, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
+         sslContext: NIOSSLContext, deviceAuthTrust: DeviceAuthTrustStore = .castRoots, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
          finishEvents: @escaping @Sendable () -> Void) {
         self.address = address
         self.machine = Machine(configuration: configuration)
         self.session = CastSessionMachine(isGroup: isGroup)
         self.eventLoop = eventLoop
         self.sslContext = sslContext
+        self.deviceAuthTrust = deviceAuthTrust
         self.logger = logger
         self.emit = emit
         self.finishEvents = finishEvents
@@ -151,7 +155,18 @@ final class DeviceConnection {
         guard generation == self.generation else { return }
         self.channel = channel
         self.pendingChannel = nil
-        run(machine.channelActive(now: clock.now))
+        run(machine.channelActive(now: clock.now, auth: authContext(channel)))
+    }
+
+    /// This connection's device-auth inputs: a fresh random nonce, the device's TLS certificate,
+    /// the wall clock. Nil when the check is off.
+    private func authContext(_ channel: any Channel) -> DeviceAuthContext? {
+        guard configuration.deviceAuth != .off else { return nil }
+        var generator = SystemRandomNumberGenerator()
+        let nonce = (0..<DeviceAuthMessages.nonceBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let tls = try? channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+        let der = (try? tls?.peerCertificate?.toDERBytes()) ?? nil
+        return DeviceAuthContext(nonce: nonce, tlsCertificateDER: der, validationTime: Date(), trust: deviceAuthTrust)
     }
 
     func received(_ message: CastMessage, generation: Int) {
@@ -210,7 +225,8 @@ final class DeviceConnection {
                 StageTrace.mark(.castFlushed)
             case .close(let reason):
                 if closeReason == nil { closeReason = reason }
-                if reason != .shutdown {
+                // A refused device was logged with its result (once per change).
+                if reason != .shutdown, !reason.isUnauthenticated {
                     logger.info("closing connection", metadata: ["cast.reason": "\(reason)"])
                 }
                 if let channel {
@@ -325,6 +341,31 @@ final class DeviceConnection {
             run(session.transportClosed(endpoint))
         case .message(let message):
             dispatch(message)
+        case .authentication(let result, let admitted):
+            logAuthentication(result, admitted: admitted)
+            run(session.authenticated(result, admitted: admitted))
+        }
+    }
+
+    /// One line when the result changes (debug when it repeats, as a refused device retries).
+    private func logAuthentication(_ result: DeviceAuthResult, admitted: Bool) {
+        var metadata: Logger.Metadata = ["cast.address": "\(address)"]
+        if let name = result.certificate?.commonName { metadata["cast.certificate"] = "\(name)" }
+        if let sha = result.certificate?.sha256 { metadata["cast.certificate_sha256"] = "\(sha.prefix(16))" }
+        defer { lastAuthResult = result }
+        guard result != lastAuthResult else {
+            logger.debug("device authentication unchanged", metadata: metadata)
+            return
+        }
+        guard let failure = result.failure else {
+            logger.info("device authenticated", metadata: metadata)
+            return
+        }
+        metadata["cast.auth_error"] = "\(failure.rawValue)"
+        if admitted {
+            logger.warning("device authentication failed (\(failure)); used anyway (device_auth: report)", metadata: metadata)
+        } else {
+            logger.warning("device authentication failed (\(failure)); kept offline (device_auth: require)", metadata: metadata)
         }
     }
 

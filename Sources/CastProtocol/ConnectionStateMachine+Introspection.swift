@@ -7,9 +7,17 @@ extension CastConnectionStateMachine {
         return false
     }
 
-    /// True while a channel is open (answered or not).
+    /// True while a channel is open (answered or not, authenticating included).
     public var isOpen: Bool {
-        if case .open = state { return true }
+        switch state {
+        case .open, .authenticating: return true
+        default: return false
+        }
+    }
+
+    /// True while the device is being authenticated on a new channel.
+    public var isAuthenticating: Bool {
+        if case .authenticating = state { return true }
         return false
     }
 
@@ -52,6 +60,7 @@ extension CastConnectionStateMachine {
         switch state {
         case .idle: return "idle"
         case .connecting: return "connecting"
+        case .authenticating: return "authenticating"
         case .open(let s, _): return s.answered ? "connected" : "open"
         case .closing: return "closing"
         case .waiting: return "waiting"

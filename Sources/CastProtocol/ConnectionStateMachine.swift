@@ -5,6 +5,11 @@
 /// States:
 /// - `idle`: not started.
 /// - `connecting(attempt)`: a TCP + TLS connect is under way.
+/// - `authenticating(auth, attempt)`: with `deviceAuth` not `off`, the channel is up and our
+///   AuthChallenge is out (nothing else is sent before the device is checked); the answer, or
+///   `requestTimeout` without one, gives the result, which is emitted. Authenticated, or any
+///   result under `report`: the machine goes on to `open`. A failure under `require`: the
+///   channel is closed (`unauthenticated`) and retried with backoff like a failed connect.
 /// - `open(session)`: the channel is active; `session.answered` turns true with the first
 ///   message from the receiver platform (`receiver-0` on the receiver namespace: its answer to
 ///   GET_STATUS, or a status broadcast); only then is the device `connected`. Heartbeats keep
@@ -43,6 +48,11 @@ where Instant.Duration == Duration, Instant: Sendable {
         var endpoint: String
     }
 
+    struct Authentication: Sendable {
+        var deadline: Instant
+        var context: DeviceAuthContext?
+    }
+
     struct Session: Sendable {
         var lastReceived: Instant
         /// When we last sent a PING.
@@ -61,8 +71,10 @@ where Instant.Duration == Duration, Instant: Sendable {
     enum State: Sendable {
         case idle
         case connecting(attempt: Int)
+        case authenticating(Authentication, attempt: Int)
         case open(Session, attempt: Int)
-        case closing(attempt: Int, lastReceived: Instant)
+        /// `lastReceived` is nil when the connection was never past authentication.
+        case closing(attempt: Int, lastReceived: Instant?)
         case waiting(attempt: Int, until: Instant)
         case shutDown
     }
@@ -93,15 +105,41 @@ where Instant.Duration == Duration, Instant: Sendable {
         return backOff(attempt: attempt + 1, now: now, jitter: jitter)
     }
 
-    /// The channel is up: open the platform virtual connection and ask for the receiver status.
-    public mutating func channelActive(now: Instant) -> [Action] {
+    /// The channel is up: open the platform virtual connection and ask for the receiver status,
+    /// or, with `deviceAuth` on, challenge the device first. `auth` carries this connection's
+    /// nonce, TLS certificate, time and trust anchors (nil: the check fails on the TLS certificate).
+    public mutating func channelActive(now: Instant, auth: DeviceAuthContext? = nil) -> [Action] {
         guard case .connecting(let attempt) = state else { return [] }
+        guard configuration.deviceAuth != .off else { return openSession(now: now, attempt: attempt) }
+        guard let auth, auth.tlsCertificateDER != nil else {
+            state = .authenticating(Authentication(deadline: now, context: nil), attempt: attempt)
+            return authenticationEnded(.failed(.tlsCertificate), now: now)
+        }
+        let deadline = now.advanced(by: configuration.requestTimeout)
+        state = .authenticating(Authentication(deadline: deadline, context: auth), attempt: attempt)
+        let challenge = CastMessage(sourceID: configuration.senderID, destinationID: CastEndpoint.receiver,
+                                    namespace: CastNamespace.deviceAuth,
+                                    payload: .binary(DeviceAuthMessages.challenge(nonce: auth.nonce)))
+        return [.write([challenge]), .scheduleTimer(deadline)]
+    }
+
+    private mutating func openSession(now: Instant, attempt: Int) -> [Action] {
         var session = Session(lastReceived: now, lastPingSent: now)
         session.endpoints.insert(CastEndpoint.receiver)
         let status = platformStatusRequest(&session, now: now)
         state = .open(session, attempt: attempt)
         let messages = [connectMessage(to: CastEndpoint.receiver), heartbeat(.ping), status]
         return [.write(messages), .scheduleTimer(nextDeadline(session))]
+    }
+
+    /// The check ended: say so, then go on or refuse the device as the policy says.
+    private mutating func authenticationEnded(_ result: DeviceAuthResult, now: Instant) -> [Action] {
+        guard case .authenticating(_, let attempt) = state else { return [] }
+        let admitted = result.isAuthenticated || configuration.deviceAuth != .require
+        let event = Action.emit(.authentication(result, admitted: admitted))
+        if admitted { return [event] + openSession(now: now, attempt: attempt) }
+        state = .closing(attempt: attempt, lastReceived: nil)
+        return [event, .close(.unauthenticated(result.failure ?? .malformed))]
     }
 
     /// The receiver GET_STATUS that proves the platform answers: an internal request (its answer
@@ -117,6 +155,11 @@ where Instant.Duration == Duration, Instant: Sendable {
 
     /// A message arrived from the device.
     public mutating func messageReceived(_ message: CastMessage, now: Instant) -> [Action] {
+        if case .authenticating(let auth, _) = state {
+            // Only the answer to the challenge counts; nothing else is expected before it.
+            guard message.namespace == CastNamespace.deviceAuth, let context = auth.context else { return [] }
+            return authenticationEnded(context.verify(message.payload), now: now)
+        }
         guard case .open(var session, var attempt) = state else { return [] }
         var actions: [Action] = []
         session.lastReceived = now
@@ -167,6 +210,9 @@ where Instant.Duration == Duration, Instant: Sendable {
     /// The connection's timer fired: heartbeat, liveness, request deadlines, or backoff expiry.
     public mutating func timerFired(now: Instant) -> [Action] {
         switch state {
+        case .authenticating(let auth, _):
+            guard now >= auth.deadline else { return [.scheduleTimer(auth.deadline)] }
+            return authenticationEnded(.failed(.noAnswer), now: now)
         case .open(var session, let attempt):
             if now >= session.lastReceived.advanced(by: configuration.heartbeatTimeout) {
                 return beginClosing(session, attempt: attempt, .heartbeatTimeout)
@@ -217,6 +263,10 @@ where Instant.Duration == Duration, Instant: Sendable {
 
     /// Close the current channel deliberately (e.g. the device moved); it reconnects with backoff.
     public mutating func dropConnection(_ reason: CastDisconnectReason) -> [Action] {
+        if case .authenticating(_, let attempt) = state {
+            state = .closing(attempt: attempt, lastReceived: nil)
+            return [.close(reason)]
+        }
         guard case .open(let session, let attempt) = state else { return [] }
         return beginClosing(session, attempt: attempt, reason)
     }
@@ -227,7 +277,7 @@ where Instant.Duration == Duration, Instant: Sendable {
         switch state {
         case .open(let session, let attempt):
             return endingActions(session, reason) + backOff(attempt: attempt + 1, now: now, jitter: jitter)
-        case .closing(let attempt, _):
+        case .closing(let attempt, _), .authenticating(_, let attempt):
             return backOff(attempt: attempt + 1, now: now, jitter: jitter)
         case .connecting(let attempt):
             return backOff(attempt: attempt + 1, now: now, jitter: jitter)
@@ -331,7 +381,7 @@ where Instant.Duration == Duration, Instant: Sendable {
             actions.append(.close(.shutdown))
             if session.answered { actions.append(.emit(.disconnected(.shutdown))) }
             return actions
-        case .connecting, .closing:
+        case .connecting, .closing, .authenticating:
             return [.close(.shutdown)]
         default:
             return []

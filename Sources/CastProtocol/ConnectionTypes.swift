@@ -13,11 +13,14 @@ public struct CastConnectionConfiguration: Sendable, Hashable {
     public var senderID: String
     /// The user agent sent in CONNECT.
     public var userAgent: String
+    /// Device authentication on every connection (`off`: none).
+    public var deviceAuth: DeviceAuthMode
 
     public init(heartbeatInterval: Duration = .seconds(5), heartbeatTimeout: Duration = .seconds(15),
                 requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
                 backoff: ReconnectBackoff = ReconnectBackoff(),
-                senderID: String = CastEndpoint.sender, userAgent: String = "cast2mqtt") {
+                senderID: String = CastEndpoint.sender, userAgent: String = "cast2mqtt",
+                deviceAuth: DeviceAuthMode = .off) {
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatTimeout = heartbeatTimeout
         self.requestTimeout = requestTimeout
@@ -25,6 +28,7 @@ public struct CastConnectionConfiguration: Sendable, Hashable {
         self.backoff = backoff
         self.senderID = senderID
         self.userAgent = userAgent
+        self.deviceAuth = deviceAuth
     }
 }
 
@@ -47,6 +51,8 @@ public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
     case unresponsive
     /// We are shutting down.
     case shutdown
+    /// The device failed device authentication under the `require` policy.
+    case unauthenticated(DeviceAuthFailure)
 
     public var description: String {
         switch self {
@@ -58,7 +64,16 @@ public enum CastDisconnectReason: Sendable, Hashable, CustomStringConvertible {
         case .connectFailed(let why): return "connect failed: \(why)"
         case .unresponsive: return "the device did not answer its receiver status"
         case .shutdown: return "shutdown"
+        case .unauthenticated(let failure): return "unauthenticated: \(failure)"
         }
+    }
+}
+
+extension CastDisconnectReason {
+    /// True for `unauthenticated`.
+    public var isUnauthenticated: Bool {
+        if case .unauthenticated = self { return true }
+        return false
     }
 }
 
@@ -92,4 +107,7 @@ public enum CastConnectionEvent: Sendable, Hashable {
     case virtualConnectionClosed(endpoint: String)
     /// Any message from the device other than heartbeats and connection control.
     case message(CastMessage)
+    /// The device-auth check of a new connection ended (before `connected`). `admitted` is false
+    /// when the policy refuses the device: the connection is closed and retried with backoff.
+    case authentication(DeviceAuthResult, admitted: Bool)
 }

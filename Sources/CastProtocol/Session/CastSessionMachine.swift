@@ -97,6 +97,17 @@ public struct CastSessionMachine: Sendable {
         return isGroup ? [.askMultizoneStatus] : []
     }
 
+    /// The device-auth check of a new connection ended. An admitted device's result is published
+    /// with its first status; a refused one is offline (`unauthenticated`), published at once
+    /// when that changes anything.
+    public mutating func authenticated(_ result: DeviceAuthResult, admitted: Bool) -> [Action] {
+        snapshot.authentication = result
+        guard !admitted else { return [] }
+        answered = false
+        snapshot.link = .offline(reason: .unauthenticated(result.failure ?? .malformed), silentSince: nil)
+        return publishIfChanged()
+    }
+
     /// A connection that had answered ended. The last known state stays.
     public mutating func disconnected(_ reason: CastDisconnectReason, silentSince: Date?) -> [Action] {
         answered = false

@@ -32,9 +32,13 @@ public struct DeviceSnapshot: Sendable, Hashable {
     /// media and app messages go); nil when none is joined. A command planned against the
     /// snapshot decides from this whether its app must be launched first.
     public var joinedApp: ReceiverApplication?
+    /// The device-auth result of the newest connection that ran the check (nil: never checked,
+    /// the policy is `off`).
+    public var authentication: DeviceAuthResult?
 
     public init(generation: Int = 0, link: Link = .unknown, receiver: ReceiverStatus? = nil, media: MediaStatus? = nil,
-                positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil) {
+                positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil,
+                authentication: DeviceAuthResult? = nil) {
         self.generation = generation
         self.link = link
         self.receiver = receiver
@@ -42,6 +46,7 @@ public struct DeviceSnapshot: Sendable, Hashable {
         self.positionAt = positionAt
         self.multizone = multizone
         self.joinedApp = joinedApp
+        self.authentication = authentication
     }
 
     public var isOnline: Bool { link == .online }
