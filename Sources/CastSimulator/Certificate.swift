@@ -8,6 +8,8 @@ import X509
 struct SelfSignedIdentity {
     let certificate: NIOSSLCertificate
     let privateKey: NIOSSLPrivateKey
+    /// The certificate's DER (what a device-auth signature covers).
+    let certificateDER: [UInt8]
 
     static func generate(commonName: String) throws -> SelfSignedIdentity {
         let key = P256.Signing.PrivateKey()
@@ -34,7 +36,8 @@ struct SelfSignedIdentity {
         let pem = try certificate.serializeAsPEM().pemString
         return SelfSignedIdentity(
             certificate: try NIOSSLCertificate(bytes: Array(pem.utf8), format: .pem),
-            privateKey: try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+            privateKey: try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem),
+            certificateDER: try certificate.serializeAsPEM().derBytes
         )
     }
 

@@ -204,6 +204,17 @@ struct ControlRouter: Sendable {
             }
             let count = json["count"]?.doubleValue.map { Int(max(0, min($0, 10_000))) } ?? 1
             await device.armHostileReplies(mode, count: count)
+        case "device_auth":
+            // How AuthChallenges are answered: {"mode": "correct" | "no_answer" | ...}; or
+            // {"renew": true}: a new device certificate.
+            if json["renew"]?.boolValue == true {
+                await device.renewDeviceCertificate()
+                return .ok
+            }
+            guard let mode = json["mode"]?.stringValue.flatMap(DeviceAuthBehaviour.init(rawValue:)) else {
+                return .error(.badRequest, "need \"mode\": \(DeviceAuthBehaviour.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            await device.setDeviceAuthBehaviour(mode)
         case "behave":
             await device.behave()
         case "drop": await device.dropConnections()

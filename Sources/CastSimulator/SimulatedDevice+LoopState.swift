@@ -38,6 +38,12 @@ struct DeviceLoopState: Sendable {
     var memberships: [String: Membership] = [:]
     /// The group whose playback this member shows (the group's app, no media of its own).
     var followedGroup: String?
+    /// How AuthChallenges are answered (the `device_auth` fault action).
+    var authBehaviour: DeviceAuthBehaviour = .correct
+    /// The nonce of the last challenge answered (what `replayed_nonce` echoes).
+    var lastAuthNonce: [UInt8]?
+    /// The device's credentials per kind (made on first use).
+    var authCredentials: [DeviceAuthBehaviour: DeviceCredentials] = [:]
 
     init(volume: ReceiverVolume) { self.volume = volume }
 }

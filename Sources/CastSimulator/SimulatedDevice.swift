@@ -79,6 +79,8 @@ public final class SimulatedDevice: Sendable {
     let logger: Logger
     let recorder = Recorder()
     let sslContext: NIOSSLContext
+    /// The DER of the TLS certificate the device presents (signed in its AuthResponse).
+    let tlsCertificateDER: [UInt8]
     /// Where the Cast channel listens: the configured address and port (the port the kernel
     /// picked for port 0); a group's endpoint moves with its leader.
     let addressBox: NIOLockedValueBox<BoundAddress>
@@ -107,7 +109,9 @@ public final class SimulatedDevice: Sendable {
         var logger = logger
         logger[metadataKey: "cast.device"] = "\(configuration.name)"
         self.logger = logger
-        self.sslContext = try SelfSignedIdentity.generate(commonName: configuration.id).serverContext()
+        let identity = try SelfSignedIdentity.generate(commonName: configuration.id)
+        self.sslContext = try identity.serverContext()
+        self.tlsCertificateDER = identity.certificateDER
         self.addressBox = NIOLockedValueBox(BoundAddress(host: configuration.host, port: configuration.port))
         let volume = ReceiverVolume(
             controlType: configuration.volumeControlType, level: configuration.initialVolumeLevel, muted: false,
@@ -175,6 +179,11 @@ public final class SimulatedDevice: Sendable {
         case CastNamespace.connection:
             recorder.record(message, connection: connection.number, delivered: true)
             handleConnection(message, on: connection)
+            return
+        case CastNamespace.deviceAuth:
+            // Transport-level, answered before any CONNECT (SimulatedDevice+DeviceAuth.swift).
+            recorder.record(message, connection: connection.number, delivered: true)
+            answerChallenge(message, on: connection)
             return
         case CastNamespace.heartbeat:
             // Transport-level: answered without a virtual connection.

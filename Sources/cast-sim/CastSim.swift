@@ -88,6 +88,12 @@ struct CastSim: AsyncParsableCommand {
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).")
     var logLevel: String = "info"
 
+    @Option(help: "Write the PEM of the simulator's device-auth test root to this file at start (give it to the bridge as cast.device_auth_roots).")
+    var deviceAuthRoot: String?
+
+    @Option(help: "How every device answers AuthChallenges at start: \(DeviceAuthBehaviour.allCases.map(\.rawValue).joined(separator: ", ")) (per device later: the device_auth fault action).")
+    var deviceAuth: String = DeviceAuthBehaviour.correct.rawValue
+
     func validate() throws {
         guard !devices.isEmpty || config != nil else {
             throw ValidationError("give at least one --device NAME:PORT[:ID] or a --config file")
@@ -100,6 +106,9 @@ struct CastSim: AsyncParsableCommand {
             throw ValidationError("--hostile: all, or a comma-separated list of \(HostileClass.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard (10...3_600_000).contains(hostileIntervalMs) else { throw ValidationError("--hostile-interval-ms: 10-3600000") }
+        guard DeviceAuthBehaviour(rawValue: deviceAuth) != nil else {
+            throw ValidationError("--device-auth: \(DeviceAuthBehaviour.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
     }
 
     /// Parses "NAME:PORT[:ID]"; the name may itself contain colons.
@@ -189,6 +198,18 @@ struct CastSim: AsyncParsableCommand {
         } catch {
             logger.error("could not start: \(error)")
             throw ExitCode(1)
+        }
+        if let deviceAuthRoot {
+            do {
+                try DeviceAuthority.shared.rootPEM.write(toFile: deviceAuthRoot, atomically: true, encoding: .utf8)
+            } catch {
+                logger.error("could not write the device-auth root to \(deviceAuthRoot): \(error)")
+                await simulator.shutdown()
+                throw ExitCode(1)
+            }
+        }
+        if let behaviour = DeviceAuthBehaviour(rawValue: deviceAuth), behaviour != .correct {
+            for device in simulator.devices { await device.setDeviceAuthBehaviour(behaviour) }
         }
         if let hostile, let classes = HostileClass.parseList(hostile) {
             for device in simulator.devices {
