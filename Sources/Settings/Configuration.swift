@@ -35,12 +35,16 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var id: String?
         /// An explicit MQTT topic name.
         public var topic: String?
-        public init(host: String, port: Int = 8009, name: String? = nil, id: String? = nil, topic: String? = nil) {
+        /// `off`, `report` or `require` for this device over `cast.device_auth` (nil: that).
+        public var deviceAuth: String?
+        public init(host: String, port: Int = 8009, name: String? = nil, id: String? = nil, topic: String? = nil,
+                    deviceAuth: String? = nil) {
             self.host = host
             self.port = port
             self.name = name
             self.id = id
             self.topic = topic
+            self.deviceAuth = deviceAuth
         }
     }
 
@@ -72,6 +76,10 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var transferWindow = 15.0
         /// Glob patterns (`*` any run, `?` one character) of namespaces `send` may use.
         public var allowedNamespaces = ["urn:x-cast:*"]
+        /// Device authentication: `off`, `report` or `require` (docs/security.md).
+        public var deviceAuth = "report"
+        /// PEM files of extra trust anchors for device authentication (tests, private deployments).
+        public var deviceAuthRoots: [String] = []
         public init() {}
     }
 

@@ -24,7 +24,27 @@ enum Adapt {
             requestTimeout: .seconds(clamping: c.cast.requestTimeout),
             backoff: ReconnectBackoff(initial: .seconds(clamping: c.cast.reconnectInitial),
                                      maximum: .seconds(clamping: c.cast.reconnectMax)),
-            userAgent: "cast2mqtt/\(c.version)")
+            userAgent: "cast2mqtt/\(c.version)", deviceAuth: DeviceAuthMode(rawValue: c.cast.deviceAuth) ?? .report)
+    }
+
+    /// The device-auth policy: the default, the static devices' own words (by id when given,
+    /// else by host and port), and the trust anchors (the public Cast roots and
+    /// `cast.device_auth_roots`, read now: an unreadable file stops the start).
+    static func deviceAuthPolicy(_ c: BridgeConfiguration) throws -> DeviceAuthPolicy {
+        var trust = DeviceAuthTrustStore.castRoots
+        for path in c.cast.deviceAuthRoots {
+            do {
+                try trust.add(pem: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                throw ConfigurationError(path: "cast.device_auth_roots", message: "\(path): \(error)")
+            }
+        }
+        var overrides: [String: DeviceAuthMode] = [:]
+        for device in c.discovery.devices {
+            guard let word = device.deviceAuth, let mode = DeviceAuthMode(rawValue: word) else { continue }
+            overrides[device.id?.lowercased() ?? DeviceAuthPolicy.key(host: device.host, port: device.port)] = mode
+        }
+        return DeviceAuthPolicy(trust: trust, overrides: overrides)
     }
 
     static func descriptor(_ r: CastDeviceRecord) -> DeviceDescriptor {

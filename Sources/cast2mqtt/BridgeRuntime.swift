@@ -105,7 +105,7 @@ final class BridgeRuntime: Sendable {
         let environment = ProcessInfo.processInfo.environment
         let offCoreLoop = environment["CAST2MQTT_TEST_HOOKS"] == "1" && environment["CAST2MQTT_TEST_OFF_CORE_LOOP"] == "1"
         let fleet = try Fleet(group: group, coreLoop: coreLoop, cast: Adapt.castConfiguration(configuration), logger: .component("cast"),
-                              inputs: inputs, offCoreLoop: offCoreLoop)
+                              inputs: inputs, deviceAuth: try Adapt.deviceAuthPolicy(configuration), offCoreLoop: offCoreLoop)
         let fetcher: EurekaInfoFetcher?
         do {
             fetcher = try EurekaInfoFetcher(group: group, logger: .component("discovery"))

@@ -27,6 +27,7 @@ struct Fleet {
     private let logger: Logger
     private let inputs: InputQueue
     private let tls: NIOSSLContext
+    private let deviceAuth: DeviceAuthPolicy
 
     /// Tests only (`CAST2MQTT_TEST_HOOKS=1` with `CAST2MQTT_TEST_OFF_CORE_LOOP=1`): every device on
     /// a loop other than the core's, so that a test that blocks the core loop still sees devices
@@ -34,7 +35,7 @@ struct Fleet {
     private let offCoreLoop: (any EventLoop)?
 
     init(group: any EventLoopGroup, coreLoop: any EventLoop, cast: CastConnectionConfiguration, logger: Logger,
-         inputs: InputQueue, offCoreLoop: Bool = false) throws {
+         inputs: InputQueue, deviceAuth: DeviceAuthPolicy = DeviceAuthPolicy(), offCoreLoop: Bool = false) throws {
         self.group = group
         self.coreLoop = coreLoop
         self.offCoreLoop = offCoreLoop
@@ -42,6 +43,7 @@ struct Fleet {
         self.cast = cast
         self.logger = logger
         self.inputs = inputs
+        self.deviceAuth = deviceAuth
         self.tls = try CastDeviceClient.makeTLSContext()
     }
 
@@ -83,9 +85,12 @@ struct Fleet {
         do {
             let id = record.id
             let inputs = self.inputs
+            var configuration = cast
+            configuration.deviceAuth = deviceAuth.mode(for: record, default: cast.deviceAuth)
             let client = try CastDeviceClient(address: CastDeviceAddress(host: record.host, port: record.port),
-                                              configuration: cast, isGroup: record.castType == .group, eventLoop: nextLoop(),
-                                              logger: deviceLogger, sslContext: tls) { event in
+                                              configuration: configuration, isGroup: record.castType == .group,
+                                              eventLoop: nextLoop(), logger: deviceLogger, sslContext: tls,
+                                              deviceAuthTrust: deviceAuth.trust) { event in
                 inputs.push(.bridge(Fleet.translate(event, device: id)))
                 if case .snapshot = event { StageTrace.mark(.snapshotQueued) }
             }
@@ -114,5 +119,20 @@ struct Fleet {
     /// politely (the future completes when it is); an mDNS announcement later starts a new one.
     static func drop(_ id: DeviceID, from devices: inout DeviceFacts<CastDeviceClient>) -> EventLoopFuture<Void>? {
         devices.setClient(nil, for: id)?.close()
+    }
+}
+
+/// Device authentication for the fleet: the trust anchors, and the static devices' own policy
+/// (`discovery.devices[].device_auth`) over `cast.device_auth`.
+struct DeviceAuthPolicy: Sendable {
+    var trust: DeviceAuthTrustStore = .castRoots
+    /// By lower-case device id, or by `host:port` for an entry without an id.
+    var overrides: [String: DeviceAuthMode] = [:]
+
+    static func key(host: String, port: Int) -> String { "\(host.lowercased()):\(port)" }
+
+    func mode(for record: CastDeviceRecord, default mode: DeviceAuthMode) -> DeviceAuthMode {
+        guard record.source == .static else { return overrides[record.id.lowercased()] ?? mode }
+        return overrides[record.id.lowercased()] ?? overrides[Self.key(host: record.host, port: record.port)] ?? mode
     }
 }

@@ -83,11 +83,15 @@ final class BridgeHarness: @unchecked Sendable {
     ///   - supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
     ///   - requestTimeout: `cast.request_timeout` (seconds).
     ///   - heartbeatTimeout: `cast.heartbeat_timeout` (seconds).
+    ///   - deviceAuth: `cast.device_auth` (`off` here unless a test is about it, so that the other
+    ///     tests' message counts and timings stay as they were); when not `off`, the simulator's
+    ///     test root is trusted (`cast.device_auth_roots`).
     init(devices names: [String] = ["Living Room TV", "Kitchen"], mdnsName: String? = nil,
          topics: [String: String] = [:], environment: [String: String] = [:],
          broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
          prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil,
-         supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3) async throws {
+         supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3,
+         deviceAuth: String = "off", staticExtra: [String: String] = [:]) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
@@ -118,9 +122,15 @@ final class BridgeHarness: @unchecked Sendable {
           devices:
         \(devices.map { d in
             let topic = topics[d.name].map { ", topic: \"\($0)\"" } ?? ""
-            return "    - {host: 127.0.0.1, port: \(d.port), name: \"\(d.name)\", id: \(d.id)\(topic)}"
+            let extra = staticExtra[d.name].map { ", \($0)" } ?? ""
+            return "    - {host: 127.0.0.1, port: \(d.port), name: \"\(d.name)\", id: \(d.id)\(topic)\(extra)}"
         }.joined(separator: "\n"))
         """
+        var authLines = "  device_auth: \(deviceAuth)"
+        if deviceAuth != "off" {
+            try DeviceAuthority.shared.rootPEM.write(toFile: directory + "/sim-root.pem", atomically: true, encoding: .utf8)
+            authLines += "\n  device_auth_roots: [\"\(directory)/sim-root.pem\"]"
+        }
         let config = """
         mqtt:
           url: \(broker.url)
@@ -132,6 +142,7 @@ final class BridgeHarness: @unchecked Sendable {
           heartbeat_timeout: \(heartbeatTimeout)
           request_timeout: \(requestTimeout)
           reconnect: {initial: 0.2, max: 2}
+        \(authLines)
         state_dir: \(directory)/state
         log:
           level: debug
@@ -251,10 +262,12 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
                 supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3,
+                deviceAuth: String = "off", staticExtra: [String: String] = [:],
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
                                                   broker: broker, prepare: prepare, discovery: discovery,
                                                   supportedMediaCommands: supportedMediaCommands, requestTimeout: requestTimeout,
-                                                  heartbeatTimeout: heartbeatTimeout),
+                                                  heartbeatTimeout: heartbeatTimeout, deviceAuth: deviceAuth,
+                                                  staticExtra: staticExtra),
                           close: { await $0.close() }, body)
 }

@@ -12,6 +12,7 @@ extension ConfigurationLoader {
             let value: Value
             switch key.kind {
             case .string, .protocolVersion: value = .string(raw)
+            case .word: value = .string(text)
             case .optionalString: value = (text.isEmpty || text == "null") ? .null : .string(raw)
             case .int:
                 guard let v = Int(text) else { throw fail("an integer") }

@@ -4,7 +4,8 @@ import Yams
 /// Reads the YAML file and `CAST2MQTT_<SECTION>_<KEY>` environment variables. Every key is
 /// listed once in `keys`; unknown keys and wrong types are errors naming the key's path.
 public enum ConfigurationLoader {
-    enum Kind { case string, optionalString, int, double, bool, list, map, protocolVersion }
+    /// `word`: any scalar's text (`off` unquoted is a word here, not YAML 1.1's false).
+    enum Kind { case string, optionalString, int, double, bool, list, map, protocolVersion, word }
     enum Value { case string(String), null, int(Int), double(Double), bool(Bool), list([String]), map([String: String]) }
 
     struct Key {
@@ -62,6 +63,9 @@ public enum ConfigurationLoader {
             Key(path: "cast.reconnect.initial", kind: .double, set: { $0.cast.reconnectInitial = d($1) }, get: { "\($0.cast.reconnectInitial)" }),
             Key(path: "cast.reconnect.max", kind: .double, set: { $0.cast.reconnectMax = d($1) }, get: { "\($0.cast.reconnectMax)" }),
             Key(path: "cast.transfer_window", kind: .double, set: { $0.cast.transferWindow = d($1) }, get: { "\($0.cast.transferWindow)" }),
+            Key(path: "cast.device_auth", kind: .word, set: { $0.cast.deviceAuth = s($1) ?? "" }, get: { show($0.cast.deviceAuth) }),
+            Key(path: "cast.device_auth_roots", kind: .list, set: { $0.cast.deviceAuthRoots = l($1) },
+                get: { show($0.cast.deviceAuthRoots) }),
             Key(path: "cast.allowed_namespaces", kind: .list, set: { $0.cast.allowedNamespaces = l($1) }, get: { show($0.cast.allowedNamespaces) }),
             Key(path: "media.position_interval", kind: .double, set: { $0.media.positionInterval = d($1) }, get: { "\($0.media.positionInterval)" }),
             Key(path: "homeassistant.enabled", kind: .bool, set: { $0.homeassistant.enabled = b($1) }, get: { "\($0.homeassistant.enabled)" }),
@@ -224,6 +228,9 @@ public enum ConfigurationLoader {
         case .protocolVersion:
             guard let text = node.scalar?.string else { throw fail("5 or \"3.1.1\"") }
             return .string(text)
+        case .word:
+            guard let text = node.scalar?.string, tag != .null else { throw fail("a word") }
+            return .string(text)
         case .int:
             guard tag == .int else { throw fail("an integer") }
             guard let v = node.int else {
@@ -261,6 +268,9 @@ public enum ConfigurationLoader {
         }
     }
 
+    /// The words of `cast.device_auth` (and of a static device's `device_auth`).
+    static let deviceAuthWords: Set<String> = ["off", "report", "require"]
+
     static func staticDevices(_ node: Node, path: String) throws -> [BridgeConfiguration.StaticDevice] {
         if node.tagName == .null { return [] }
         guard let seq = node.sequence else {
@@ -270,7 +280,7 @@ public enum ConfigurationLoader {
         for (n, item) in seq.enumerated() {
             let itemPath = "\(path)[\(n)]"
             guard let map = item.mapping else {
-                throw ConfigurationError(path: itemPath, message: "expected a mapping with host, port, name, id, topic")
+                throw ConfigurationError(path: itemPath, message: "expected a mapping with host, port, name, id, topic, device_auth")
             }
             var dev = BridgeConfiguration.StaticDevice(host: "")
             for (k, v) in map {
@@ -282,6 +292,11 @@ public enum ConfigurationLoader {
                 case "name": dev.name = s(try value(of: v, kind: .optionalString, path: p))
                 case "id": dev.id = s(try value(of: v, kind: .optionalString, path: p))
                 case "topic": dev.topic = s(try value(of: v, kind: .optionalString, path: p))
+                case "device_auth":
+                    dev.deviceAuth = s(try value(of: v, kind: .word, path: p))
+                    if let word = dev.deviceAuth, !Self.deviceAuthWords.contains(word) {
+                        throw ConfigurationError(path: p, message: "must be off, report or require")
+                    }
                 default: throw ConfigurationError(path: p, message: "unknown key")
                 }
             }
@@ -326,6 +341,7 @@ public enum ConfigurationLoader {
         for (n, p) in c.cast.allowedNamespaces.enumerated() {
             try check(p.hasPrefix("urn:x-cast:"), "cast.allowed_namespaces[\(n)]", "patterns must start with urn:x-cast:")
         }
+        try check(deviceAuthWords.contains(c.cast.deviceAuth), "cast.device_auth", "must be off, report or require")
         try seconds(c.media.positionInterval, "media.position_interval", 0...3600)
         try check(isTopicPrefix(c.homeassistant.discoveryPrefix), "homeassistant.discovery_prefix", Self.topicPrefixRule)
         try check(BridgeConfiguration.HomeAssistant.DiscoveryMode(rawValue: c.homeassistant.discovery) != nil,

@@ -53,7 +53,9 @@ extension BridgeCore {
             apply(groups.dynamicSnapshotArrived(id, snapshot, in: registry, now: now), now: now, &out)
             return
         }
+        let old = registry[id]?.snapshot ?? DeviceSnapshot()
         guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
+        authenticationArrived(id, old: old, now: now, &out)
         switch change.link {
         case .cameOnline(let downtime)?:
             publishAvailability(id, &out)

@@ -15,6 +15,8 @@ struct DeviceRecord: Sendable {
     /// When the receiver and the media content last changed (`updated_at`).
     var receiverUpdatedAt: Date?
     var mediaUpdatedAt: Date?
+    /// SHA-256 of the device certificate of the last authenticated connection (this run).
+    var authenticatedCertificate: String?
 
     init(descriptor: DeviceDescriptor, topic: String) {
         self.descriptor = descriptor
@@ -105,6 +107,11 @@ struct DeviceRegistry: Sendable {
     }
 
     mutating func remove(_ id: DeviceID) -> DeviceRecord? { records.removeValue(forKey: id) }
+
+    func lastAuthenticatedCertificate(_ id: DeviceID) -> String? { records[id]?.authenticatedCertificate }
+
+    /// The device authenticated with the certificate whose SHA-256 is `certificate`.
+    mutating func authenticated(_ id: DeviceID, certificate: String) { records[id]?.authenticatedCertificate = certificate }
 
     /// Keeps `snapshot` as the device's state and says what it changed. A snapshot of an older
     /// connection than the one already kept is stale and ignored (nil).

@@ -160,12 +160,14 @@ enum Documents {
     /// `bridge/devices` (and the `devices` request's answer): every device, by topic name.
     static func devicesDocument(_ registry: DeviceRegistry) -> JSONValue {
         .array(registry.ids.compactMap { registry[$0] }.sorted { $0.topic < $1.topic }.map { d in
-            .object([
+            let entry = JSONValue.object([
                 "id": .string(d.id), "name": .string(d.descriptor.friendlyName), "topic": .string(d.topic),
                 "model": .str(d.descriptor.model), "cast_type": .string(d.descriptor.castType.rawValue),
                 "address": .string(d.descriptor.host), "port": .int(d.descriptor.port), "online": .bool(d.online),
                 "source": .string(d.descriptor.source.rawValue),
             ])
+            // Why a device is kept offline (device authentication), only when it is.
+            return offlineReason(d.snapshot).map { entry.adding("reason", .string($0)) } ?? entry
         })
     }
 }

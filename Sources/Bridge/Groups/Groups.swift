@@ -79,7 +79,8 @@ extension GroupDirectory {
     /// static groups it is in (`groups`, by topic name; dynamic groups are no devices and are
     /// left out).
     func infoDocument(_ device: DeviceRecord, in registry: DeviceRegistry) -> JSONValue {
-        let doc = Documents.infoDocument(device.descriptor, topic: device.topic)
+        var doc = Documents.infoDocument(device.descriptor, topic: device.topic)
+        for (key, value) in Documents.authenticationFields(device.snapshot) { doc = doc.adding(key, value) }
         if device.descriptor.castType == .group {
             return doc.adding("multichannel", .bool(device.snapshot.multizone?.isMultichannel ?? false))
         }

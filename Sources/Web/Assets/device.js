@@ -139,7 +139,8 @@ export class DevicePage {
       ["Type", i.cast_type], ["Address", i.address ? `${i.address}:${i.port}` : null], ["Id", i.id], ["Source", i.source],
       ["Capabilities", Array.isArray(i.capabilities) ? i.capabilities.join(", ") : null],
       ["Groups", Array.isArray(i.groups) && i.groups.length ? i.groups.map((g) => g.topic || g.id).join(", ") : null],
-      ["Availability", dev.availability]]));
+      ["Authenticated", authText(i)], ["Device certificate", certificateText(i.device_certificate)],
+      ["Availability", i.offline_reason ? `${dev.availability} (${i.offline_reason})` : dev.availability]]));
     this.updateRecent(dev.recent);
   }
 
@@ -180,4 +181,18 @@ export class DevicePage {
   tick(now) { if (this.dev?.media?.state === "playing") this.controls.tick(now); }
 
   destroy() {}
+}
+
+// Device authentication (docs/security.md): "yes", "no (<why>)", or nothing when not checked.
+function authText(info) {
+  if (info.authenticated === true) return "yes";
+  if (info.authenticated === false) return `no (${info.auth_error || "failed"})`;
+  return null;
+}
+
+function certificateText(cert) {
+  if (!cert || typeof cert !== "object") return null;
+  const name = [cert.common_name, cert.organization].filter((x) => typeof x === "string" && x).join(" · ");
+  const sha = typeof cert.sha256 === "string" ? cert.sha256.slice(0, 16) : "";
+  return name ? `${name} (${sha}…)` : sha || null;
 }
