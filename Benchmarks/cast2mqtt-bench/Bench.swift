@@ -1,4 +1,5 @@
 import ArgumentParser
+import CastProtocol
 import Foundation
 
 /// Benchmarks of cast2mqtt. Prints numbers; never passes or fails on time. Every run ends with
@@ -89,6 +90,12 @@ struct Fleet: AsyncParsableCommand {
     @Option(help: "Heartbeat interval of clients and devices, seconds.") var heartbeat: Int = 5
     @Option(help: "Give up when not all devices connected after this many seconds.") var connectTimeout: Double = 120
     @Flag(help: "Run the simulated devices on the clients' event loop group instead of their own.") var sharedGroup = false
+    @Option(help: "Device authentication of the clients: off, report or require (the simulator's test root trusted).")
+    var deviceAuth: String = "off"
+
+    func validate() throws {
+        guard DeviceAuthMode(rawValue: deviceAuth) != nil else { throw ValidationError("--device-auth: off, report or require") }
+    }
 
     func run() async throws {
         print(Measure.machineLine())
@@ -96,8 +103,8 @@ struct Fleet: AsyncParsableCommand {
             devices: max(1, min(devices, 20_000)), requests: max(1, min(requests, 1_000_000)),
             concurrency: max(1, min(concurrency, 4096)), idleSeconds: max(1, min(idleSeconds, 300)),
             heartbeatSeconds: max(1, min(heartbeat, 60)), connectTimeout: max(1, min(connectTimeout, 600)),
-            sharedGroup: sharedGroup))
+            sharedGroup: sharedGroup, deviceAuth: DeviceAuthMode(rawValue: deviceAuth) ?? .off))
         print(Measure.machineLine())
-        printResult("fleet", values)
+        printResult(deviceAuth == "off" ? "fleet" : "fleet-auth-\(deviceAuth)", values)
     }
 }

@@ -18,6 +18,7 @@ enum FleetBench {
         var heartbeatSeconds: Int
         var connectTimeout: Double
         var sharedGroup: Bool
+        var deviceAuth: DeviceAuthMode = .off
     }
 
     /// Connection bookkeeping shared by the per-client event readers.
@@ -62,7 +63,7 @@ enum FleetBench {
     static func run(_ o: Options) async throws -> [String: String] {
         var result: [String: String] = ["devices": "\(o.devices)"]
         let (before, after) = Measure.raiseFileLimit()
-        print("fleet: \(o.devices) devices, RLIMIT_NOFILE \(before) -> \(after), \(System.coreCount) event loop threads for clients, "
+        print("fleet: \(o.devices) devices, device auth \(o.deviceAuth.rawValue), RLIMIT_NOFILE \(before) -> \(after), \(System.coreCount) event loop threads for clients, "
               + (o.sharedGroup ? "simulator on the same group" : "simulator on its own group of \(System.coreCount)"))
         if after < UInt64(o.devices * 2 + 64) {
             throw BenchError("RLIMIT_NOFILE \(after) is too low for \(o.devices) devices (2 sockets each in one process)")
@@ -114,11 +115,16 @@ enum FleetBench {
 
             // 2. Clients (one NIOSSLContext each, as CastDeviceClient.init makes it).
             t = Measure.nanos()
-            let configuration = CastConnectionConfiguration(heartbeatInterval: .seconds(o.heartbeatSeconds))
+            let configuration = CastConnectionConfiguration(heartbeatInterval: .seconds(o.heartbeatSeconds), deviceAuth: o.deviceAuth)
             let logger = quietLogger("bench.client")
+            // With device auth: the simulator's test authority is made here (RSA key generation),
+            // outside the connect time, and trusted by the clients.
+            let trust = o.deviceAuth == .off ? DeviceAuthTrustStore.castRoots
+                : DeviceAuthTrustStore(anchors: DeviceAuthTrustStore.castRoots.anchors + [DeviceAuthority.shared.root])
             for port in ports {
                 clients.append(try CastDeviceClient(address: CastDeviceAddress(host: "127.0.0.1", port: port),
-                                                    configuration: configuration, eventLoop: clientGroup.next(), logger: logger))
+                                                    configuration: configuration, eventLoop: clientGroup.next(), logger: logger,
+                                                    deviceAuthTrust: trust))
             }
             let createSeconds = Double(Measure.nanos() - t) / 1e9
             let rssClients = Measure.rssMiB()
