@@ -55,7 +55,13 @@ extension BridgeCore {
         }
         let old = registry[id]?.snapshot ?? DeviceSnapshot()
         guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
-        authenticationArrived(id, old: old, now: now, &out)
+        // Device authentication (Devices/DeviceAuthentication.swift).
+        let auth = DeviceAuthChange(old: old, device: device)
+        if auth.infoChanged { publishInfo(id, &out) }
+        for event in auth.events { publishDeviceEvent(id, event, now: now, &out) }
+        if auth.refused { bridgeTopicsChanged(now: now, &out) }
+        if let log = auth.log { out.logs.append(log) }
+        if let certificate = auth.authenticatedCertificate { registry.authenticated(id, certificate: certificate) }
         switch change.link {
         case .cameOnline(let downtime)?:
             publishAvailability(id, &out)

@@ -27,26 +27,32 @@ extension Documents {
     }
 }
 
-extension BridgeCore {
-    /// After a snapshot was kept: `info` again when the result changed; an `auth_failed` event
-    /// when the device became refused (or refused for another reason); `certificate_changed`
-    /// when an authenticated device shows another certificate than the last authenticated one.
-    mutating func authenticationArrived(_ id: DeviceID, old: DeviceSnapshot, now: Date, _ out: inout BridgeOutput) {
-        guard let device = registry[id] else { return }
+/// What one kept snapshot changed in a device's authentication, as values the core carries
+/// out: `info` again when the result changed; an `auth_failed` event (and `bridge/devices` again)
+/// when the device became refused, or refused for another reason; `certificate_changed` (and a
+/// log line) when an authenticated device shows another certificate than the last authenticated
+/// one; the certificate to remember.
+struct DeviceAuthChange: Sendable {
+    var infoChanged = false
+    var refused = false
+    var events: [[String: JSONValue]] = []
+    var log: String?
+    /// SHA-256 of the certificate of this authenticated connection.
+    var authenticatedCertificate: String?
+
+    init(old: DeviceSnapshot, device: DeviceRecord) {
         let new = device.snapshot
-        guard new.authentication != old.authentication || new.link != old.link else { return }
-        if new.authentication != old.authentication { publishInfo(id, &out) }
+        infoChanged = new.authentication != old.authentication
         if case .offline(.unauthenticated(let failure), _) = new.link, old.link != new.link {
-            publishDeviceEvent(id, ["type": .string("auth_failed"), "error": .string(failure.rawValue)], now: now, &out)
-            bridgeTopicsChanged(now: now, &out)
+            refused = true
+            events.append(["type": .string("auth_failed"), "error": .string(failure.rawValue)])
         }
-        if let result = new.authentication, result.isAuthenticated, let current = result.certificate?.sha256 {
-            if let previous = registry.lastAuthenticatedCertificate(id), previous != current {
-                out.logs.append("device \(device.descriptor.friendlyName) (\(id)) presents another device certificate: \(current) (was \(previous))")
-                publishDeviceEvent(id, ["type": .string("certificate_changed"), "previous": .string(previous),
-                                        "current": .string(current)], now: now, &out)
-            }
-            registry.authenticated(id, certificate: current)
+        guard infoChanged, let result = new.authentication, result.isAuthenticated,
+              let current = result.certificate?.sha256 else { return }
+        authenticatedCertificate = current
+        if let previous = device.authenticatedCertificate, previous != current {
+            log = "device \(device.descriptor.friendlyName) (\(device.id)) presents another device certificate: \(current) (was \(previous))"
+            events.append(["type": .string("certificate_changed"), "previous": .string(previous), "current": .string(current)])
         }
     }
 }

@@ -108,8 +108,6 @@ struct DeviceRegistry: Sendable {
 
     mutating func remove(_ id: DeviceID) -> DeviceRecord? { records.removeValue(forKey: id) }
 
-    func lastAuthenticatedCertificate(_ id: DeviceID) -> String? { records[id]?.authenticatedCertificate }
-
     /// The device authenticated with the certificate whose SHA-256 is `certificate`.
     mutating func authenticated(_ id: DeviceID, certificate: String) { records[id]?.authenticatedCertificate = certificate }
 
