@@ -7,6 +7,9 @@ import Foundation
 extension SimulatedDevice {
     /// How the device answers AuthChallenges from now on.
     public func setDeviceAuthBehaviour(_ behaviour: DeviceAuthBehaviour) async {
+        // The authority's RSA keys are made here, off the device's loop, when it is the first
+        // use (made on the loop, they would hold up the answer past a sender's timeout).
+        _ = behaviour == .unknownRoot ? DeviceAuthority.untrusted.root : DeviceAuthority.shared.root
         try? await eventLoop.submit { self.loop.value.authBehaviour = behaviour }.get()
     }
 

@@ -52,7 +52,7 @@ struct EndToEndDeviceAuthTests {
 
     @Test("report: every device comes online; the result, the error and the certificate are published")
     func reportPublishesResults() async throws {
-        try await withBridge(prepare: Self.prepare, requestTimeout: 1.5, deviceAuth: "report") { h in
+        try await withBridge(prepare: Self.prepare, requestTimeout: 3, deviceAuth: "report") { h in
             for (index, c) in Self.cases.enumerated() {
                 let slug = c.name.lowercased()
                 let device = h.devices[index]
@@ -84,7 +84,7 @@ struct EndToEndDeviceAuthTests {
 
     @Test("require: a failing device stays offline as unauthenticated, retried, reported once; the genuine one works")
     func requireKeepsFailuresOffline() async throws {
-        try await withBridge(prepare: Self.prepare, requestTimeout: 1, deviceAuth: "require") { h in
+        try await withBridge(prepare: Self.prepare, requestTimeout: 2, deviceAuth: "require") { h in
             try await h.waitOnline(["genuine"])
             let genuine = await h.observer.waitJSON(h.topic("genuine", "info")) { $0["authenticated"]?.boolValue == true }
             #expect(genuine?["offline_reason"]?.isNull == true)
@@ -126,7 +126,7 @@ struct EndToEndDeviceAuthTests {
 
     @Test("require: a device that starts answering correctly comes online; a new certificate is reported")
     func recoveryAndCertificateChange() async throws {
-        try await withBridge(devices: ["Den"], requestTimeout: 1, deviceAuth: "require") { h in
+        try await withBridge(devices: ["Den"], requestTimeout: 2, deviceAuth: "require") { h in
             let den = h.devices[0]
             try await h.waitOnline(["den"])
             let first = await h.observer.waitJSON(h.topic("den", "info")) { $0["authenticated"]?.boolValue == true }
@@ -164,7 +164,7 @@ struct EndToEndDeviceAuthTests {
                 devices.append(device)
             }
             return devices
-        }, requestTimeout: 1, deviceAuth: "require", staticExtra: ["Third Party": "device_auth: off"]) { h in
+        }, requestTimeout: 2, deviceAuth: "require", staticExtra: ["Third Party": "device_auth: off"]) { h in
             try await h.waitOnline(["third_party"])
             let info = await h.observer.waitJSON(h.topic("third_party", "info")) { $0["name"]?.stringValue == "Third Party" }
             #expect(info?["authenticated"]?.isNull == true && info?["auth_error"]?.isNull == true)
