@@ -74,7 +74,7 @@ extension CastSimulator {
             let endpoint = try SimulatedDevice(configuration: endpointConfiguration, eventLoop: self.group.next(),
                                                logger: self.logger, group: state)
             try await endpoint.start()
-            self.deviceList.withLockedValue { $0.append(endpoint) }
+            self.deviceList.withLock { $0.append(endpoint) }
             let summary = try await endpoint.eventLoop.submit { () throws -> SimulatedGroupSummary in
                 guard let group = endpoint.loop.value.group else { throw SimulatorError("group state lost") }
                 endpoint.pushMemberships(group)
@@ -98,7 +98,7 @@ extension CastSimulator {
                 }
             }.get()
             await endpoint.shutdown()
-            self.deviceList.withLockedValue { $0.removeAll { $0 === endpoint } }
+            self.deviceList.withLock { $0.removeAll { $0 === endpoint } }
             self.withdraw(key: endpoint.id)
         }
     }
@@ -156,17 +156,17 @@ extension CastSimulator {
     /// Calls `handler` now with every service to announce, and again with the whole list after
     /// every change (a device added, a group added, moved or removed), one call at a time.
     public func onAnnouncementsChanged(_ handler: @escaping @Sendable ([ServiceAnnouncement]) -> Void) {
-        announcements.withLockedValue { registry in
+        announcements.withLock { registry in
             registry.handler = handler
             handler(registry.sorted)
         }
     }
 
     /// What should be announced over mDNS now.
-    public var serviceAnnouncements: [ServiceAnnouncement] { announcements.withLockedValue { $0.sorted } }
+    public var serviceAnnouncements: [ServiceAnnouncement] { announcements.withLock { $0.sorted } }
 
     func announce(_ service: ServiceAnnouncement) {
-        announcements.withLockedValue { registry in
+        announcements.withLock { registry in
             guard registry.services[service.key] != service else { return }
             registry.services[service.key] = service
             registry.handler?(registry.sorted)
@@ -174,7 +174,7 @@ extension CastSimulator {
     }
 
     func withdraw(key: String) {
-        announcements.withLockedValue { registry in
+        announcements.withLock { registry in
             guard registry.services.removeValue(forKey: key) != nil else { return }
             registry.handler?(registry.sorted)
         }

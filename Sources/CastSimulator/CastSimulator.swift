@@ -1,6 +1,6 @@
 import CastProtocol
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 import NIOPosix
 
@@ -16,10 +16,10 @@ import NIOPosix
 public final class CastSimulator: Sendable {
     public let group: any EventLoopGroup
     private let ownsGroup: Bool
-    let deviceList = NIOLockedValueBox<[SimulatedDevice]>([])
+    let deviceList = Mutex<[SimulatedDevice]>([])
     let logger: Logger
     /// What should be announced over mDNS now, and who is told about changes.
-    let announcements = NIOLockedValueBox(AnnouncementRegistry())
+    let announcements = Mutex(AnnouncementRegistry())
     /// Group operations (add, remove, move the leader, members joining and leaving) one at a time.
     let groupOperations = SerialAsyncQueue()
 
@@ -57,13 +57,13 @@ public final class CastSimulator: Sendable {
         }
         let device = try SimulatedDevice(configuration: configuration, eventLoop: group.next(), logger: logger)
         try await device.start()
-        deviceList.withLockedValue { $0.append(device) }
+        deviceList.withLock { $0.append(device) }
         announce(deviceAnnouncement(device))
         return device
     }
 
     /// Devices in the order they were added.
-    public var devices: [SimulatedDevice] { deviceList.withLockedValue { $0 } }
+    public var devices: [SimulatedDevice] { deviceList.withLock { $0 } }
 
     /// A device or group endpoint by id (plain or dashed, any case).
     public func device(id: String) -> SimulatedDevice? {
@@ -95,7 +95,7 @@ public final class CastSimulator: Sendable {
     /// Stops every device and, when the simulator created it, the event loop group.
     public func shutdown() async {
         for device in devices { await device.shutdown() }
-        deviceList.withLockedValue { $0.removeAll() }
+        deviceList.withLock { $0.removeAll() }
         if ownsGroup { try? await group.shutdownGracefully() }
     }
 }

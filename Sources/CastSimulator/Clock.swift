@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 
 /// The time source of a simulated device's media clock, in seconds.
@@ -19,15 +19,15 @@ public struct SystemSimulatorClock: SimulatorClock {
 /// A clock that only moves when told to; lets tests advance media time without sleeping.
 /// Several devices may share one.
 public final class ManualSimulatorClock: SimulatorClock {
-    private let seconds: NIOLockedValueBox<Double>
+    private let seconds: Mutex<Double>
 
-    public init(start: Double = 1_000) { seconds = NIOLockedValueBox(start) }
+    public init(start: Double = 1_000) { seconds = Mutex(start) }
 
-    public func now() -> Double { seconds.withLockedValue { $0 } }
+    public func now() -> Double { seconds.withLock { $0 } }
 
     /// Moves the clock forward by `delta` seconds (negative values are ignored).
     public func advance(by delta: Double) {
         guard delta.isFinite, delta > 0 else { return }
-        seconds.withLockedValue { $0 += delta }
+        seconds.withLock { $0 += delta }
     }
 }

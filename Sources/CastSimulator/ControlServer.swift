@@ -1,6 +1,6 @@
 import CastProtocol
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,7 +1,7 @@
 import CastProtocol
 import Crypto
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 import X509
 import _CryptoExtras
 

@@ -1,6 +1,6 @@
 import CastProtocol
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 
 /// One message a simulated device received, as it arrived.
@@ -51,7 +51,7 @@ final class Recorder: Sendable {
         var counters = SimulatorCounters()
         var sequence = 0
     }
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
     let limit: Int
 
     init(limit: Int = 50_000) { self.limit = limit }
@@ -59,7 +59,7 @@ final class Recorder: Sendable {
     func record(_ message: CastMessage, connection: Int, delivered: Bool) {
         let header = CastPayloadHeader.parse(message.payload)
         let monotonic = NIODeadline.now().uptimeNanoseconds
-        state.withLockedValue { s in
+        state.withLock { s in
             s.sequence += 1
             s.counters.messagesReceived += 1
             s.messages.append(RecordedMessage(
@@ -72,18 +72,18 @@ final class Recorder: Sendable {
     }
 
     func count(_ update: @Sendable (inout SimulatorCounters) -> Void) {
-        state.withLockedValue { update(&$0.counters) }
+        state.withLock { update(&$0.counters) }
     }
 
-    var counters: SimulatorCounters { state.withLockedValue { $0.counters } }
+    var counters: SimulatorCounters { state.withLock { $0.counters } }
 
     func messages(namespace: String?, type: String?) -> [RecordedMessage] {
-        state.withLockedValue { s in
+        state.withLock { s in
             s.messages.filter { m in
                 (namespace == nil || m.namespace == namespace) && (type == nil || m.type == type)
             }
         }
     }
 
-    func clear() { state.withLockedValue { $0.messages.removeAll() } }
+    func clear() { state.withLock { $0.messages.removeAll() } }
 }

@@ -149,17 +149,17 @@ extension SimulatedDevice {
         guard let group = loop.value.group, group.index(of: leader.id) != nil, leader.id != group.leaderID else {
             return eventLoop.makeFailedFuture(SimulatorError("\(leader.id) is not another member of \(name)"))
         }
-        let old = addressBox.withLockedValue { $0 }
+        let old = addressBox.withLock { $0 }
         let newHost = leader.host
         let port = requestedPort ?? (newHost == old.host ? 0 : old.port)
         // The group's session lives on at the new leader (its app and media are kept; the members
         // keep following it): only the endpoint moves, so every connection to it is closed.
         return closeEverything().flatMap { () -> EventLoopFuture<Void> in
-            self.addressBox.withLockedValue { $0 = BoundAddress(host: newHost, port: port) }
+            self.addressBox.withLock { $0 = BoundAddress(host: newHost, port: port) }
             return self.bindListeners().flatMapError { error in
                 guard port != 0, requestedPort == nil else { return self.eventLoop.makeFailedFuture(error) }
                 self.logger.notice("port \(port) is taken at \(newHost) (\(error)); the group takes a free one")
-                self.addressBox.withLockedValue { $0 = BoundAddress(host: newHost, port: 0) }
+                self.addressBox.withLock { $0 = BoundAddress(host: newHost, port: 0) }
                 return self.bindListeners()
             }
         }.map {

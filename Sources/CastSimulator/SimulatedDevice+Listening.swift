@@ -36,7 +36,7 @@ extension SimulatedDevice {
     /// The Cast listener on the current address, then the `eureka_info` listeners that are on.
     func bindListeners() -> EventLoopFuture<Void> {
         eventLoop.assertInEventLoop()
-        let address = addressBox.withLockedValue { $0 }
+        let address = addressBox.withLock { $0 }
         return bindCast(host: address.host, port: address.port).flatMap {
             self.bindEurekaListeners()
         }
@@ -54,8 +54,8 @@ extension SimulatedDevice {
         return bootstrap.bind(host: host, port: port).map { channel in
             self.listener = channel
             let bound = BoundAddress(host: host, port: channel.localAddress?.port ?? port)
-            self.addressBox.withLockedValue { $0 = bound }
-            self.listeningBox.withLockedValue { $0 = true }
+            self.addressBox.withLock { $0 = bound }
+            self.listeningBox.withLock { $0 = true }
             self.logger.debug("listening on \(host):\(bound.port)")
         }
     }
@@ -88,7 +88,7 @@ extension SimulatedDevice {
     /// all are closed.
     func closeEverything() -> EventLoopFuture<Void> {
         eventLoop.assertInEventLoop()
-        listeningBox.withLockedValue { $0 = false }
+        listeningBox.withLock { $0 = false }
         let closes = connections.values.map { $0.channel.close() } + [listener?.close()].compactMap { $0 }
             + loop.value.eurekaListeners.values.map { $0.close() }
         connections.removeAll()

@@ -1,7 +1,7 @@
 import CastProtocol
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -1,7 +1,7 @@
 import CastProtocol
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -83,8 +83,8 @@ public final class SimulatedDevice: Sendable {
     let tlsCertificateDER: [UInt8]
     /// Where the Cast channel listens: the configured address and port (the port the kernel
     /// picked for port 0); a group's endpoint moves with its leader.
-    let addressBox: NIOLockedValueBox<BoundAddress>
-    let listeningBox = NIOLockedValueBox(false)
+    let addressBox: Mutex<BoundAddress>
+    let listeningBox = Mutex(false)
     /// The device state, confined to `eventLoop` (see `DeviceLoopState`; the properties of the
     /// same names in `SimulatedDevice+LoopState.swift` forward to it).
     let loop: NIOLoopBoundBox<DeviceLoopState>
@@ -95,11 +95,11 @@ public final class SimulatedDevice: Sendable {
     public var id: String { configuration.id }
     public var name: String { configuration.name }
     /// The bound TCP port (stays the same across `restart`).
-    public var port: Int { addressBox.withLockedValue { $0.port } }
+    public var port: Int { addressBox.withLock { $0.port } }
     /// The address the Cast channel listens on (`configuration.host`; for a group, its leader's).
-    public var host: String { addressBox.withLockedValue { $0.host } }
+    public var host: String { addressBox.withLock { $0.host } }
     /// False while the listener is closed (during a restart's refusal window, or after shutdown).
-    public var isListening: Bool { listeningBox.withLockedValue { $0 } }
+    public var isListening: Bool { listeningBox.withLock { $0 } }
 
     init(configuration: SimulatedDeviceConfiguration, eventLoop: any EventLoop, logger: Logger,
          group: GroupState? = nil) throws {
@@ -112,7 +112,7 @@ public final class SimulatedDevice: Sendable {
         let identity = try SelfSignedIdentity.generate(commonName: configuration.id)
         self.sslContext = try identity.serverContext()
         self.tlsCertificateDER = identity.certificateDER
-        self.addressBox = NIOLockedValueBox(BoundAddress(host: configuration.host, port: configuration.port))
+        self.addressBox = Mutex(BoundAddress(host: configuration.host, port: configuration.port))
         let volume = ReceiverVolume(
             controlType: configuration.volumeControlType, level: configuration.initialVolumeLevel, muted: false,
             stepInterval: configuration.volumeStepInterval)
