@@ -109,6 +109,39 @@ import Testing
         #expect(changed.logs.contains { $0.contains("another device certificate") })
     }
 
+    @Test("the last authenticated certificate is kept in state_dir: certificate_changed across a restart")
+    func certificateChangedAcrossARestart() throws {
+        /// A new run's core from what the last one saved, the device connecting with `certificate`.
+        func run(_ saved: PublishedSnapshot?, _ certificate: DeviceCertificateSummary) -> (Harness, BridgeOutput) {
+            var h = Harness()
+            let d = tvDescriptor()
+            if let saved { h.core.restorePublished(saved, staticIDs: [d.id]) }
+            h.feed(.deviceDiscovered(d))
+            var out = authenticated(&h, d.id, .authenticated(certificate), admitted: true)
+            out.append(h.feed(CastEvent.castConnected(d.id)))
+            out.append(h.feed(CastEvent.receiverStatus(d.id, receiver())))
+            return (h, out)
+        }
+        func changes(_ out: BridgeOutput) -> [JSONValue] {
+            out.on("cast2mqtt/living_room_tv/event").compactMap(json).filter { $0["type"]?.stringValue == "certificate_changed" }
+        }
+        let (first, firstOut) = run(nil, certA)
+        #expect(firstOut.publishedChanged)
+        #expect(changes(firstOut).isEmpty)
+        #expect(first.core.publishedSnapshot.devices[tvID]?.certificate == certA.sha256)
+
+        // The next run starts from the saved file and the device shows another certificate.
+        let (second, secondOut) = run(first.core.publishedSnapshot, certB)
+        #expect(changes(secondOut).count == 1)
+        #expect(changes(secondOut).first?["previous"]?.stringValue == certA.sha256)
+        #expect(changes(secondOut).first?["current"]?.stringValue == certB.sha256)
+        #expect(second.core.publishedSnapshot.devices[tvID]?.certificate == certB.sha256)
+
+        // The same certificate after a restart: no event.
+        let (_, thirdOut) = run(second.core.publishedSnapshot, certB)
+        #expect(changes(thirdOut).isEmpty)
+    }
+
     @Test("configuration: device_auth words (off unquoted too), roots, a static device's override, the environment")
     func configuration() throws {
         #expect(try ConfigurationLoader.load(yaml: "").cast.deviceAuth == "report")

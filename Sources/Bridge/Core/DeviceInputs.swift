@@ -16,6 +16,8 @@ extension BridgeCore {
         // include/exclude is Discovery's: a device that reaches the core is admitted.
         if let added = registry.add(d) {
             out.logs.append("device \(d.friendlyName) (\(d.id)) is \(added.topic)")
+            // The certificate an earlier run saw authenticated (state_dir), for `certificate_changed`.
+            if let certificate = publisher.rememberedCertificate(d.id) { registry.authenticated(d.id, certificate: certificate) }
             publishDevice(d.id, now: now, &out)
             publishBridgeEvent(DeviceEvents.deviceListEvent("device_added", added), now: now, &out)
             // Devices `log.devices` names that just became known.
@@ -61,7 +63,10 @@ extension BridgeCore {
         for event in auth.events { publishDeviceEvent(id, event, now: now, &out) }
         if auth.refused { bridgeTopicsChanged(now: now, &out) }
         if let log = auth.log { out.logs.append(log) }
-        if let certificate = auth.authenticatedCertificate { registry.authenticated(id, certificate: certificate) }
+        if let certificate = auth.authenticatedCertificate {
+            registry.authenticated(id, certificate: certificate)
+            publisher.rememberCertificate(id, certificate, &out)
+        }
         switch change.link {
         case .cameOnline(let downtime)?:
             publishAvailability(id, &out)

@@ -22,15 +22,20 @@ public struct PublishedSnapshot: Codable, Sendable, Hashable {
         /// The static configuration entry it came from when that is not its own id
         /// (`DeviceDescriptor.configuredID`).
         public var configured: DeviceID?
+        /// SHA-256 of the device certificate of its last authenticated connection (device
+        /// authentication, mqtt-api.md §11: `certificate_changed` compares against it across
+        /// restarts; absent in older files and for devices never authenticated).
+        public var certificate: String?
 
         public init(topic: String, name: String, source: String, discovery: [String], group: Bool? = nil,
-                    configured: DeviceID? = nil) {
+                    configured: DeviceID? = nil, certificate: String? = nil) {
             self.topic = topic
             self.name = name
             self.source = source
             self.discovery = discovery
             self.group = group
             self.configured = configured
+            self.certificate = certificate
         }
     }
 

@@ -94,6 +94,18 @@ struct RetainedPublisher: Sendable {
 
     // MARK: - What is retained per device (state_dir)
 
+    /// The device certificate (SHA-256) of a device's last authenticated connection, as this or
+    /// an earlier run remembered it (state_dir).
+    func rememberedCertificate(_ id: DeviceID) -> String? { published.devices[id]?.certificate }
+
+    /// Remembers the device certificate of an authenticated connection (state_dir), for the
+    /// `certificate_changed` check of later connections and runs.
+    mutating func rememberCertificate(_ id: DeviceID, _ sha256: String, _ out: inout BridgeOutput) {
+        guard published.devices[id] != nil, published.devices[id]?.certificate != sha256 else { return }
+        published.devices[id]?.certificate = sha256
+        out.publishedChanged = true
+    }
+
     /// A device a previous run (or this one) published, by id, topic name or friendly name.
     func remembered(_ key: String) -> (id: DeviceID, entry: PublishedSnapshot.Device)? {
         guard let id = published.device(key), let entry = published.devices[id] else { return nil }
@@ -162,7 +174,8 @@ struct RetainedPublisher: Sendable {
         let entry = PublishedSnapshot.Device(topic: d.topic, name: d.descriptor.friendlyName,
                                              source: d.descriptor.source.rawValue, discovery: discovery,
                                              group: d.descriptor.castType == .group ? true : nil,
-                                             configured: d.descriptor.configuredID)
+                                             configured: d.descriptor.configuredID,
+                                             certificate: d.authenticatedCertificate ?? published.devices[d.id]?.certificate)
         if published.devices[d.id] != entry {
             published.devices[d.id] = entry
             out.publishedChanged = true
