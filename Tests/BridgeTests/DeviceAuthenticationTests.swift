@@ -109,6 +109,19 @@ import Testing
         #expect(changed.logs.contains { $0.contains("another device certificate") })
     }
 
+    @Test("a malformed answer is published with the contract's word, auth_error")
+    func malformedIsAuthError() throws {
+        var h = Harness()
+        let d = tvDescriptor()
+        h.feed(.deviceDiscovered(d))
+        let out = authenticated(&h, d.id, .failed(.malformed), admitted: false)
+        #expect(out.json("cast2mqtt/living_room_tv/info")?["auth_error"]?.stringValue == "auth_error")
+        #expect(out.json("cast2mqtt/living_room_tv/event")?["error"]?.stringValue == "auth_error")
+        // Every word published is one of mqtt-api.md §11's list.
+        let contract: Set = ["no_answer", "auth_error", "nonce_mismatch", "untrusted_chain", "expired", "bad_signature", "tls_certificate"]
+        #expect(Set(DeviceAuthFailure.allCases.map(\.contractWord)) == contract)
+    }
+
     @Test("the last authenticated certificate is kept in state_dir: certificate_changed across a restart")
     func certificateChangedAcrossARestart() throws {
         /// A new run's core from what the last one saved, the device connecting with `certificate`.

@@ -14,7 +14,7 @@ extension Documents {
         } ?? .null
         return [
             ("authenticated", result.map { .bool($0.isAuthenticated) } ?? .null),
-            ("auth_error", .str(result?.failure?.rawValue)),
+            ("auth_error", .str(result?.failure?.contractWord)),
             ("device_certificate", certificate),
             ("offline_reason", .str(offlineReason(snapshot))),
         ]
@@ -45,7 +45,7 @@ struct DeviceAuthChange: Sendable {
         infoChanged = new.authentication != old.authentication
         if case .offline(.unauthenticated(let failure), _) = new.link, old.link != new.link {
             refused = true
-            events.append(["type": .string("auth_failed"), "error": .string(failure.rawValue)])
+            events.append(["type": .string("auth_failed"), "error": .string(failure.contractWord)])
         }
         guard infoChanged, let result = new.authentication, result.isAuthenticated,
               let current = result.certificate?.sha256 else { return }

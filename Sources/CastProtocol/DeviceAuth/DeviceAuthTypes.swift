@@ -30,8 +30,14 @@ public enum DeviceAuthFailure: String, Sendable, Hashable, CaseIterable, CustomS
     /// The connection's TLS certificate is missing, not yet valid, expired or valid for more than
     /// four days from now.
     case tlsCertificate = "tls_certificate"
-    /// The answer is not a well-formed DeviceAuthMessage within the size limits.
+    /// The answer is not a well-formed DeviceAuthMessage within the size limits (published as
+    /// `auth_error`: `contractWord`).
     case malformed
+
+    /// The word of the MQTT contract's list (mqtt-api.md §11) for `info.auth_error` and the
+    /// `auth_failed` event: a malformed answer is the device's error too (`auth_error`); the log
+    /// line keeps the finer reason.
+    public var contractWord: String { self == .malformed ? Self.authError.rawValue : rawValue }
 
     public var description: String {
         switch self {
