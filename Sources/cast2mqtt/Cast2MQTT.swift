@@ -41,6 +41,8 @@ struct CommonOptions: ParsableArguments {
             if loaded.mqtt.url == Supervisor.brokerFromSupervisor, Supervisor.token(environment) == nil {
                 throw ConfigurationError(path: "mqtt.url", message: "supervisor needs SUPERVISOR_TOKEN (set by Home Assistant for its add-ons)")
             }
+            // The device-auth trust anchors are read now, so `check-config` finds a bad file too.
+            _ = try Adapt.deviceAuthPolicy(loaded)
             return loaded
         } catch {
             // A bad configuration is the operator's to fix, not a crash to restart from: one

@@ -189,6 +189,17 @@ struct CommandLineTests {
         #expect(output2.contains("cast.heartbeat_interval"), "\(output2)")
     }
 
+    @Test func checkConfigReadsTheDeviceAuthRoots() throws {
+        let missing = NSTemporaryDirectory() + "cast2mqtt-no-such-root-\(UUID().uuidString.prefix(8)).pem"
+        let (status, output) = try run(["check-config", "--config", try configFile("cast:\n  device_auth_roots: [\(missing)]\n")])
+        #expect(status == 2, "\(output)")
+        #expect(output.contains("cast.device_auth_roots") && output.contains(missing), "\(output)")
+        let garbage = try configFile("not a certificate\n")
+        let (status2, output2) = try run(["check-config", "--config", try configFile("cast:\n  device_auth_roots: [\(garbage)]\n")])
+        #expect(status2 == 2, "\(output2)")
+        #expect(output2.contains("cast.device_auth_roots"), "\(output2)")
+    }
+
     @Test func checkConfigRejectsOutOfRangeValuesWithExitCode2() throws {
         for (yaml, path, range) in [("cast:\n  request_timeout: 1e300\n", "cast.request_timeout", "0.1-3600"),
                                     ("cast:\n  heartbeat_interval: -1\n", "cast.heartbeat_interval", "0.1-3600"),
