@@ -41,6 +41,9 @@ public struct SimulatorCounters: Sendable, Hashable, Codable {
     public var hostileMessagesSent = 0
     /// `GET /setup/eureka_info` requests answered (any status, both transports).
     public var eurekaRequests = 0
+    /// Messages the device would have sent while silenced (its own PINGs, broadcasts): how far
+    /// a silence has gone in the device's own time, for a test that must know it lasted.
+    public var withheldWhileSilenced = 0
     public init() {}
 }
 

@@ -266,7 +266,7 @@ extension SimulatedDevice {
     }
 
     func sendPings() {
-        guard !silenced else { return }
+        // While silenced, `send` withholds (and counts) them.
         for connection in connections.values {
             for source in connection.sources(connectedTo: CastEndpoint.receiver) {
                 send(CastMessage(source: CastEndpoint.receiver, destination: source, namespace: CastNamespace.heartbeat,

@@ -125,7 +125,11 @@ public final class SimulatedDevice: Sendable {
 
     func send(_ message: CastMessage, on connection: SenderConnection) {
         eventLoop.assertInEventLoop()
-        guard !silenced, !shutDown, connection.channel.isActive else { return }
+        guard !shutDown, connection.channel.isActive else { return }
+        if silenced {
+            recorder.count { $0.withheldWhileSilenced += 1 }
+            return
+        }
         connection.channel.writeAndFlush(message, promise: nil)
     }
 

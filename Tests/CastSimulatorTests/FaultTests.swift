@@ -34,15 +34,16 @@ struct FaultTests {
                 try await client.send(CastNamespace.heartbeat, to: CastEndpoint.receiver, HeartbeatMessage.ping.json())
                 // What silence means: both messages reach the device and are not acted on, neither
                 // is answered, and the device's own PINGs (every 50 ms) stop. Over six heartbeat
-                // periods after the device recorded them (the window is the thing measured), at
-                // most the one PING written just before the silence may still come in.
+                // periods after the device recorded them (counted by the device: six PINGs it
+                // withheld), at most the one PING written just before the silence may still come in.
                 #expect(await waitUntil {
                     let received = sim.devices[0].received(namespace: CastNamespace.receiver, type: "GET_STATUS")
                         + sim.devices[0].received(namespace: CastNamespace.heartbeat, type: "PING")
                     return received.filter { !$0.delivered }.count >= 2
                 })
                 let settled = client.messages.count
-                try await Task.sleep(for: .milliseconds(300))
+                let withheld = sim.devices[0].counters.withheldWhileSilenced
+                #expect(await waitUntil { sim.devices[0].counters.withheldWhileSilenced >= withheld + 6 })
                 #expect(client.messages.count <= settled + 1, "the device kept sending while silenced")
                 #expect(!client.isClosed)
                 await sim.devices[0].resume()
