@@ -33,6 +33,7 @@ public final class CastSimulator: Sendable {
             self.ownsGroup = true
         }
         self.logger = logger
+        DeviceAuthority.madeInBackground
     }
 
     /// Creates a simulator and starts one device per configuration.

@@ -49,6 +49,14 @@ public final class DeviceAuthority: Sendable {
         }
     }()
 
+    /// Starts making the process's authority on a thread of its own, once per process (a
+    /// simulator calls it when it is made): a real device has its keys before anyone connects,
+    /// and a device restarted in a test must not spend its first challenge making RSA keys
+    /// (a challenge that comes first waits for the same one-time initialisation).
+    static let madeInBackground: Void = {
+        Thread.detachNewThread { _ = DeviceAuthority.shared.root }
+    }()
+
     /// Another authority whose root nobody trusts (the `unknown_root` fault).
     static let untrusted: DeviceAuthority = {
         do {
