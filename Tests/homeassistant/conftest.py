@@ -10,58 +10,13 @@ and under CI=true they fail instead. The unit tests in unit/ run in a pytest ses
 
 from __future__ import annotations
 
-import os
-import pathlib
-
 import pytest
 
-from harness import (KITCHEN, LIVING_ROOM, Bridge, CastSim, HomeAssistant, Mosquitto, MQTTObserver,
-                     missing_requirements)
+import fixtures
+from harness import HomeAssistant
 
-
-@pytest.fixture(scope="module")
-def requirements() -> None:
-    reason = missing_requirements()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory, request) -> pathlib.Path:
-    path = tmp_path_factory.mktemp("ha")
-    yield path
-    # Logs of a failed run are kept; pytest prunes old temporary directories itself.
-
-
-@pytest.fixture(scope="module")
-def broker(requirements, workdir) -> Mosquitto:
-    b = Mosquitto(workdir)
-    yield b
-    b.stop()
-
-
-@pytest.fixture(scope="module")
-def mqtt(broker) -> MQTTObserver:
-    o = MQTTObserver(broker)
-    yield o
-    o.close()
-
-
-@pytest.fixture(scope="module")
-def sim(requirements, workdir) -> CastSim:
-    s = CastSim(workdir, [LIVING_ROOM, KITCHEN])
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def bridge(workdir, broker, sim) -> Bridge:
-    b = Bridge(workdir, broker, sim.static_devices())
-    b.start()
-    yield b
-    b.stop()
+# requirements, workdir, broker, mqtt, sim, bridge (fixtures.py), one set per test module.
+globals().update(fixtures.registered("module"))
 
 
 @pytest.fixture(scope="module")

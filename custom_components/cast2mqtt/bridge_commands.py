@@ -115,15 +115,7 @@ class BridgeCommands(BridgeState):
         waiting.append(future)
         timeout = COMMAND_DEADLINE + RESPONSE_GRACE
         try:
-            await mqtt.async_publish(
-                self.hass, f"{self.base}/{device.topic}/command/{command}", text, qos=1, retain=False
-            )
-            async with asyncio.timeout(timeout):
-                response = await future
-        except TimeoutError:
-            raise self._timeout(device, command, timeout) from None
-        except _Abandoned as abandoned:
-            raise CommandError(abandoned.key, device=device.name, command=command, code=abandoned.key) from None
+            response = await self._send_and_wait(device, command, text, future, timeout)
         finally:
             if future in waiting:
                 waiting.remove(future)
@@ -141,19 +133,27 @@ class BridgeCommands(BridgeState):
         future: asyncio.Future[dict[str, Any]] = self.hass.loop.create_future()
         self._pending[command_id] = future
         try:
-            await mqtt.async_publish(
-                self.hass, f"{self.base}/{device.topic}/command/{command}", payload, qos=1, retain=False
-            )
-            async with asyncio.timeout(timeout):
-                response = await future
-        except TimeoutError:
-            raise self._timeout(device, command, timeout) from None
-        except _Abandoned as abandoned:
-            raise CommandError(abandoned.key, device=device.name, command=command, code=abandoned.key) from None
+            response = await self._send_and_wait(device, command, payload, future, timeout)
         finally:
             self._pending.pop(command_id, None)
         self._record(device, command, command_id, response)
         return response
+
+    async def _send_and_wait(
+        self, device: DeviceInfoRecord, command: str, payload: str, future: asyncio.Future[dict[str, Any]], timeout: float
+    ) -> dict[str, Any]:
+        """Publish a command and wait for the answer `future` gets; the caller forgets the
+        future afterwards, whatever happened."""
+        try:
+            await mqtt.async_publish(
+                self.hass, f"{self.base}/{device.topic}/command/{command}", payload, qos=1, retain=False
+            )
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            raise self._timeout(device, command, timeout) from None
+        except _Abandoned as abandoned:
+            raise CommandError(abandoned.key, device=device.name, command=command, code=abandoned.key) from None
 
     def _timeout(self, device: DeviceInfoRecord, command: str, timeout: float) -> CommandError:
         self.recent.append({"at": rfc3339(dt_util.utcnow()), "device": device.topic, "command": command,

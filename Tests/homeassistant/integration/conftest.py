@@ -17,60 +17,15 @@ log over the whole run.
 
 from __future__ import annotations
 
-import os
-import pathlib
-
 import pytest
 
 from ha_calls import flow
-from harness import (KITCHEN, LIVING_ROOM, Bridge, CastSim, HomeAssistant, Mosquitto, MQTTObserver, TCPProxy,
-                     missing_requirements, wait_for)
+import fixtures
+from harness import HomeAssistant, TCPProxy, wait_for
 from integration_env import HOME_ASSISTANT, KITCHEN as KITCHEN_ENTITY, KITCHEN_ID, TV, TV_ID, Env, device_ready
 
-
-@pytest.fixture(scope="package")
-def requirements() -> None:
-    reason = missing_requirements()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="package")
-def workdir(tmp_path_factory) -> pathlib.Path:
-    path = tmp_path_factory.mktemp("ha")
-    yield path
-    # Logs of a failed run are kept; pytest prunes old temporary directories itself.
-
-
-@pytest.fixture(scope="package")
-def broker(requirements, workdir) -> Mosquitto:
-    b = Mosquitto(workdir)
-    yield b
-    b.stop()
-
-
-@pytest.fixture(scope="package")
-def mqtt(broker) -> MQTTObserver:
-    o = MQTTObserver(broker)
-    yield o
-    o.close()
-
-
-@pytest.fixture(scope="package")
-def sim(requirements, workdir) -> CastSim:
-    s = CastSim(workdir, [LIVING_ROOM, KITCHEN])
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="package")
-def bridge(workdir, broker, sim) -> Bridge:
-    b = Bridge(workdir, broker, sim.static_devices())
-    b.start()
-    yield b
-    b.stop()
+# requirements, workdir, broker, mqtt, sim, bridge (fixtures.py), one set for the whole folder.
+globals().update(fixtures.registered("package"))
 
 
 @pytest.fixture(scope="package")
