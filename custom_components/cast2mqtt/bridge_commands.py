@@ -140,7 +140,12 @@ class BridgeCommands(BridgeState):
         return response
 
     async def _send_and_wait(
-        self, device: DeviceInfoRecord, command: str, payload: str, future: asyncio.Future[dict[str, Any]], timeout: float
+        self,
+        device: DeviceInfoRecord,
+        command: str,
+        payload: str,
+        future: asyncio.Future[dict[str, Any]],
+        timeout: float,
     ) -> dict[str, Any]:
         """Publish a command and wait for the answer `future` gets; the caller forgets the
         future afterwards, whatever happened."""
