@@ -151,7 +151,7 @@ extension BrokerTests {
         // Other suites run in parallel and free low descriptor numbers at any time; take them
         // back right before each connect, and try again (bounded) when one slipped through.
         var started: (MosquittoClient, EventRecorder)?
-        for _ in 0..<5 {
+        for _ in 0..<10 {
             hog.topUp(above: 1100)
             let (candidate, candidateRecorder) = try startClient(broker.url)
             #expect(await candidateRecorder.waitConnected())
@@ -175,7 +175,7 @@ extension BrokerTests {
             hog.topUp(above: 1100)
             try broker.start()
             #expect(await recorder.waitConnected(count: restarts + 1))
-        } while client.socketDescriptor <= 1024 && restarts < 3
+        } while client.socketDescriptor <= 1024 && restarts < 10
         #expect(client.socketDescriptor > 1024, "socket fd after reconnect \(client.socketDescriptor)")
         try client.publish(MQTTMessage(topic: "fd/two", string: "2"))
         #expect(await recorder.waitMessage(on: "fd/two")?.string == "2")
