@@ -69,35 +69,38 @@ public final class DeviceAuthority: Sendable {
     init(name: String, keys: Int) throws {
         let now = Date()
         let rootKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let rootName = try DistinguishedName {
-            OrganizationName("cast2mqtt simulator")
-            CommonName(name)
-        }
-        root = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(rootKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(20 * 365 * 86_400),
-            issuer: rootName, subject: rootName, signatureAlgorithm: .sha256WithRSAEncryption,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 2))
-                KeyUsage(keyCertSign: true, cRLSign: true)
-            },
-            issuerPrivateKey: .init(rootKey))
+        let rootName = try Self.name(name)
+        root = try Self.authorityCertificate(key: rootKey, subject: rootName, issuer: rootName, issuerKey: rootKey,
+                                             years: 20, maxPathLength: 2, now: now)
         let intermediateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let intermediateName = try DistinguishedName {
+        intermediate = Issuer(
+            certificate: try Self.authorityCertificate(key: intermediateKey, subject: try Self.name("cast-sim Test ICA"),
+                                                       issuer: rootName, issuerKey: rootKey, years: 10, maxPathLength: 0,
+                                                       now: now),
+            key: intermediateKey)
+        deviceKeys = try (0..<max(1, keys)).map { _ in try _RSA.Signing.PrivateKey(keySize: .bits2048) }
+    }
+
+    private static func name(_ commonName: String) throws -> DistinguishedName {
+        try DistinguishedName {
             OrganizationName("cast2mqtt simulator")
-            CommonName("cast-sim Test ICA")
+            CommonName(commonName)
         }
-        let intermediateCertificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(intermediateKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400),
-            issuer: rootName, subject: intermediateName, signatureAlgorithm: .sha256WithRSAEncryption,
+    }
+
+    /// A CA certificate (root or intermediate), valid from yesterday for `years`.
+    private static func authorityCertificate(key: _RSA.Signing.PrivateKey, subject: DistinguishedName,
+                                             issuer: DistinguishedName, issuerKey: _RSA.Signing.PrivateKey,
+                                             years: Double, maxPathLength: Int, now: Date) throws -> Certificate {
+        try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(years * 365 * 86_400),
+            issuer: issuer, subject: subject, signatureAlgorithm: .sha256WithRSAEncryption,
             extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: maxPathLength))
                 KeyUsage(keyCertSign: true, cRLSign: true)
             },
-            issuerPrivateKey: .init(rootKey))
-        intermediate = Issuer(certificate: intermediateCertificate, key: intermediateKey)
-        deviceKeys = try (0..<max(1, keys)).map { _ in try _RSA.Signing.PrivateKey(keySize: .bits2048) }
+            issuerPrivateKey: .init(issuerKey))
     }
 
     /// The root certificate as PEM (what the bridge must trust).
