@@ -55,10 +55,9 @@ extension BridgeCore {
             apply(groups.dynamicSnapshotArrived(id, snapshot, in: registry, now: now), now: now, &out)
             return
         }
-        let old = registry[id]?.snapshot ?? DeviceSnapshot()
         guard let change = registry.apply(snapshot, to: id, now: now), let device = registry[id] else { return }
         // Device authentication (Devices/DeviceAuthentication.swift).
-        let auth = DeviceAuthChange(old: old, device: device)
+        let auth = DeviceAuthChange(change, device: device)
         if auth.infoChanged { publishInfo(id, &out) }
         for event in auth.events { publishDeviceEvent(id, event, now: now, &out) }
         if auth.refused { bridgeTopicsChanged(now: now, &out) }

@@ -40,10 +40,10 @@ struct DeviceAuthChange: Sendable {
     /// SHA-256 of the certificate of this authenticated connection.
     var authenticatedCertificate: String?
 
-    init(old: DeviceSnapshot, device: DeviceRecord) {
+    init(_ change: DeviceChange, device: DeviceRecord) {
         let new = device.snapshot
-        infoChanged = new.authentication != old.authentication
-        if case .offline(.unauthenticated(let failure), _) = new.link, old.link != new.link {
+        infoChanged = new.authentication != change.oldAuthentication
+        if case .offline(.unauthenticated(let failure), _) = new.link, change.oldLink != new.link {
             refused = true
             events.append(["type": .string("auth_failed"), "error": .string(failure.contractWord)])
         }

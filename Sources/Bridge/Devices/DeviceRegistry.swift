@@ -57,6 +57,9 @@ struct DeviceChange: Sendable {
     var newMedia: MediaStatus?
     /// The position the old media had reached when the change arrived.
     var oldPosition: Double?
+    /// The link and the device-auth result before the change (DeviceAuthChange).
+    var oldLink: DeviceSnapshot.Link = .unknown
+    var oldAuthentication: DeviceAuthResult?
 
     var sessionChanged: Bool { oldApp?.sessionId != newApp?.sessionId || oldApp?.appId != newApp?.appId }
     var mediaChanged: Bool { oldMedia != newMedia }
@@ -117,7 +120,8 @@ struct DeviceRegistry: Sendable {
         guard var record = records[id], snapshot.generation >= record.snapshot.generation else { return nil }
         let old = record.snapshot
         var change = DeviceChange(id: id, oldApp: old.activeApp, newApp: snapshot.activeApp, oldMedia: old.media,
-                                  newMedia: snapshot.media, oldPosition: old.position(at: now))
+                                  newMedia: snapshot.media, oldPosition: old.position(at: now), oldLink: old.link,
+                                  oldAuthentication: old.authentication)
         switch (old.isOnline, snapshot.isOnline) {
         case (false, true):
             let silence = record.offlineSince.map { max(0, now.timeIntervalSince($0)) }
