@@ -49,6 +49,7 @@ class Bridge(BridgeMessages, BridgeCommands):
             (f"{base}/+/receiver", self._receiver_message),
             (f"{base}/+/media", self._media_message),
             (f"{base}/+/members", self._members_message),
+            (f"{base}/+/info", self._device_info_message),
             (f"{base}/+/response", self._response_message),
         ]
         self._unsubscribe.append(mqtt.async_subscribe_connection_status(self.hass, self._connection_changed))

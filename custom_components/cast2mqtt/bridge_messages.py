@@ -1,5 +1,5 @@
 """The bridge's messages about its devices and itself (bridge.py subscribes to them): state,
-availability, receiver, media, members, info and the responses to commands; each payload parsed
+availability, receiver, media, members, the bridge's and each device's info and the responses to commands; each payload parsed
 before use, bad ones dropped."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .payloads import (
     DeviceTopics,
     document_payload,
     json_payload,
+    parse_identity,
     parse_members,
     short_str,
     text_payload,
@@ -150,6 +151,17 @@ class BridgeMessages(BridgeState):
         if (entry := self._tracked(topic)) is not None:
             entry.members = members
             self._notify(topic)
+
+    @callback
+    def _device_info_message(self, msg: ReceiveMessage) -> None:
+        """A device's `info`: which bridge instance owns it and whether it is authenticated
+        (`+/info` also matches `bridge/info`, which `_info_message` reads)."""
+        if (found := self._tracked_document(msg)) is not None:
+            topic, entry, value = found
+            identity = parse_identity(value)
+            if identity != entry.identity:
+                entry.identity = identity
+                self._notify(topic)
 
     @callback
     def _info_message(self, msg: ReceiveMessage) -> None:

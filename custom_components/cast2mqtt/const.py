@@ -47,6 +47,9 @@ MAX_GROUP_MEMBERS: Final = 256
 # A device topic name as the bridge makes it, and a Cast device id / app id.
 TOPIC_NAME_RE: Final = re.compile(r"^[a-z0-9_]{1,128}$")
 DEVICE_ID_RE: Final = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# A bridge instance name (`instance:` in its configuration) and an `info.auth_error` word.
+INSTANCE_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+AUTH_ERROR_RE: Final = re.compile(r"^[a-z_]{1,32}$")
 APP_ID_RE: Final = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 PLAYER_STATES: Final = ("off", "idle", "buffering", "playing", "paused")

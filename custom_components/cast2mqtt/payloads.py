@@ -13,7 +13,15 @@ from typing import Any
 
 from homeassistant.util import dt as dt_util
 
-from .const import DEVICE_ID_RE, MAX_GROUP_MEMBERS, MAX_PAYLOAD, MAX_TRACKED_TOPICS, TOPIC_NAME_RE
+from .const import (
+    AUTH_ERROR_RE,
+    DEVICE_ID_RE,
+    INSTANCE_RE,
+    MAX_GROUP_MEMBERS,
+    MAX_PAYLOAD,
+    MAX_TRACKED_TOPICS,
+    TOPIC_NAME_RE,
+)
 
 
 @dataclass(slots=True)
@@ -25,6 +33,29 @@ class DeviceInfoRecord:
     topic: str
     model: str | None
     cast_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceIdentity:
+    """The parts of a device's `info` the players show: the bridge instance that owns it
+    (several instances on one base topic; None with one bridge) and whether the device proved
+    it is a genuine Cast device (None: not checked)."""
+
+    owner: str | None = None
+    authenticated: bool | None = None
+    auth_error: str | None = None
+
+
+def parse_identity(info: dict[str, Any]) -> DeviceIdentity:
+    """The identity fields of a device's `info` document; wrong types count as absent."""
+    owner = info.get("owner")
+    authenticated = info.get("authenticated")
+    auth_error = info.get("auth_error")
+    return DeviceIdentity(
+        owner=owner if isinstance(owner, str) and INSTANCE_RE.match(owner) else None,
+        authenticated=authenticated if isinstance(authenticated, bool) else None,
+        auth_error=auth_error if isinstance(auth_error, str) and AUTH_ERROR_RE.match(auth_error) else None,
+    )
 
 
 @dataclass(slots=True)
@@ -41,6 +72,8 @@ class DeviceTopics:
     state: str | None = None
     # A speaker group's `members`: the member device ids, in the group's order.
     members: list[str] = field(default_factory=list)
+    # From the device's `info`: what Home Assistant shows as attributes.
+    identity: DeviceIdentity = field(default_factory=DeviceIdentity)
 
 
 def text_payload(payload: str | bytes) -> str | None:

@@ -274,4 +274,11 @@ class PlayerState(MediaPlayerEntity):
             attributes["group_members"] = members
         if (playing_in := _string(self._media.get("playing_in"), 256)) is not None:
             attributes["playing_in"] = playing_in
+        identity = self._topics.identity
+        if identity.owner is not None:
+            attributes["bridge_instance"] = identity.owner
+        if identity.authenticated is not None:
+            attributes["authenticated"] = identity.authenticated
+        if identity.auth_error is not None:
+            attributes["auth_error"] = identity.auth_error
         return attributes
