@@ -162,15 +162,20 @@ def json_or_none(payload: bytes) -> Any:
         return None
 
 
-def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int, spacing: float = 0.0) -> list[float]:
+def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int, spacing: float = 0.0,
+                    to_response: list[float] | None = None) -> list[float]:
+    """Publish -> the device has SET_VOLUME, in ms; with `to_response`, publish -> the command's
+    response is appended there as well."""
     dev = sim.devices[0]
     responses: dict[Any, dict] = {}
+    answered: dict[Any, int] = {}
 
     def on_resp(t: str, p: bytes, ts: int) -> None:
         doc = json_or_none(p)
         if doc is None:
             return
         responses[doc.get("id")] = doc
+        answered.setdefault(doc.get("id"), ts)
 
     bridge.watch.subscribe(topic(bridge, dev, "response"), on_resp)
     sim.http("DELETE", f"/devices/{dev['id']}/received")
@@ -186,6 +191,8 @@ def measure_command(bridge: Bridge, sim: Simulator, samples: int, warmup: int, s
         resp = await_response(bridge.watch, responses, i)
         if resp.get("status") != "ok":
             raise BenchError(f"volume command {i}: {resp}")
+        if to_response is not None and i >= warmup:
+            to_response.append((answered[i] - t0) / 1e6)
     bridge.watch.clear_handlers()
     got = sim.http("GET", f"/devices/{dev['id']}/received?namespace={RECEIVER_NS}&type=SET_VOLUME", timeout=30)
     if len(got) != len(sent):
