@@ -61,6 +61,13 @@ class Watcher:
         if not done.wait(10):
             raise BenchError(f"no SUBACK for {topic}")
 
+    def unsubscribe(self, topic: str) -> None:
+        done = threading.Event()
+        self.client.on_unsubscribe = lambda c, u, mid, rc, p: done.set()
+        self.client.unsubscribe(topic)
+        if not done.wait(10):
+            raise BenchError(f"no UNSUBACK for {topic}")
+
     def clear_handlers(self) -> None:
         with self.cond:
             self.handlers.clear()

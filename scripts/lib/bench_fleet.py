@@ -142,6 +142,8 @@ def measure_restart(bridge: Bridge, broker: Broker, prefixes: list[str], before:
         w.subscribe(f"{prefix}/#", on_msg)
     ok = w.wait_for(lambda: before <= seen and len(online) >= n, bound)
     done = now_ns()
+    for prefix in prefixes:
+        w.unsubscribe(f"{prefix}/#")
     w.clear_handlers()
     bridge.watch = w
     missing = sorted(before - seen)
