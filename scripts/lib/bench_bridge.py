@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from typing import Any
@@ -149,6 +150,21 @@ class Bridge:
     def stop(self) -> None:
         self.watch.close()
         self.proc.stop(grace=20)
+
+
+def bridges_under_test(daemon: str, peer: str | None, only_peer: bool):  # noqa: ANN201
+    """The bridges a run measures ("cast2mqtt", and "peer" with a peer script) and, per kind, the
+    command line for a config file."""
+    kinds = [] if only_peer else ["cast2mqtt"]
+    if peer:
+        kinds.append("peer")
+
+    def argv_for(kind: str):  # noqa: ANN202
+        if kind == "cast2mqtt":
+            return lambda cfg: [daemon, "run", "--config", cfg]
+        return lambda cfg: [sys.executable, peer, "run", "--config", cfg]
+
+    return kinds, argv_for
 
 
 def topic(bridge: Bridge, dev: dict, leaf: str) -> str:

@@ -38,7 +38,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench_bridge import (Bridge, Watcher, measure_burst, measure_command, measure_idle, measure_status)
+from bench_bridge import (Bridge, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status)
 from bench_procs import BenchError, Broker, Simulator, free_port, now_ns, percentiles
 from pcap_hops import Capture, hop_times, other_port
 import stage_trace
@@ -160,14 +160,7 @@ def main() -> int:
 
     workdir = tempfile.mkdtemp(prefix="cast2mqtt-e2e.")
     print(f"==> e2e benchmark: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}, logs in {workdir}")
-    kinds = [] if args.only_peer else ["cast2mqtt"]
-    if args.peer:
-        kinds.append("peer")
-
-    def argv_for(kind: str):  # noqa: ANN202
-        if kind == "cast2mqtt":
-            return lambda cfg: [args.daemon, "run", "--config", cfg]
-        return lambda cfg: [sys.executable, args.peer, "run", "--config", cfg]
+    kinds, argv_for = bridges_under_test(args.daemon, args.peer, args.only_peer)
 
     broker = Broker(workdir)
     mport = broker.port

@@ -41,7 +41,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench_bridge import Bridge, Watcher, measure_burst, measure_command, measure_idle, measure_status
+from bench_bridge import Bridge, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status
 from bench_procs import HOST, BenchError, Broker, Simulator, free_port, now_ns, percentiles
 
 
@@ -329,7 +329,7 @@ def main() -> int:
     ap.add_argument("--devices", default="200,1000,10000", help="comma-separated fleet sizes")
     ap.add_argument("--per-sim", type=int, default=2500, help="devices per cast-sim process")
     ap.add_argument("--first-address", default=None,
-                    help="the first device's address (default 127.<40 + pid % 200>.0.1: runs side by side differ)")
+                    help="the first device's address (default 127.<40 + pid %% 200>.0.1: runs side by side differ)")
     ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--settle-seconds", type=float, default=5)
     ap.add_argument("--samples", type=int, default=300, help="command and status samples")
@@ -344,14 +344,7 @@ def main() -> int:
     workdir = tempfile.mkdtemp(prefix="cast2mqtt-fleet.")
     print(f"==> fleet benchmark: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"sizes {sizes}, devices from {first}, logs in {workdir}", flush=True)
-    kinds = [] if args.only_peer else ["cast2mqtt"]
-    if args.peer:
-        kinds.append("peer")
-
-    def argv_for(kind: str):  # noqa: ANN202
-        if kind == "cast2mqtt":
-            return lambda cfg: [args.daemon, "run", "--config", cfg]
-        return lambda cfg: [sys.executable, args.peer, "run", "--config", cfg]
+    kinds, argv_for = bridges_under_test(args.daemon, args.peer, args.only_peer)
 
     broker = Broker(workdir)
     results: dict[str, dict[int, dict[str, Any]]] = {kind: {} for kind in kinds}
