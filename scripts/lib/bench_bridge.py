@@ -80,7 +80,7 @@ class Watcher:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self.cond.wait(left)
+                self.cond.wait(min(left, 1.0))  # also re-checks conditions no message changes (a process died)
         return True
 
     def close(self) -> None:
