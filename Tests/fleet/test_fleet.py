@@ -77,8 +77,10 @@ def fleet(tmp_path: pathlib.Path):
 
 
 def burst(bridge: Bridge, devices: list[dict], total: int, tag: str, bound: float) -> dict[str, list[dict]]:
-    """`total` volume commands with ids round-robin over `devices`; the responses per id once
-    every id has one (and a second's grace for duplicates), or when `bound` passed."""
+    """`total` volume commands with ids round-robin over `devices`; the responses per id. Once
+    every id has one (or `bound` passed), one more command per device (`<tag>end<k>`) is sent and
+    its response awaited: the daemon answers a device's commands in order, so a duplicate of an
+    earlier response would have come before it."""
     got: dict[str, list[dict]] = {}
 
     def on_resp(t: str, p: bytes, ts: int) -> None:
@@ -86,15 +88,22 @@ def burst(bridge: Bridge, devices: list[dict], total: int, tag: str, bound: floa
         if isinstance(doc, dict) and isinstance(doc.get("id"), str) and doc["id"].startswith(tag):
             got.setdefault(doc["id"], []).append(doc)
 
+    def send(rid: str, dev: dict, percent: int) -> None:
+        bridge.watch.client.publish(topic(bridge, dev, "command/volume"),
+                                    json.dumps({"percent": percent, "id": rid}), qos=1)
+
     bridge.watch.subscribe(f"{bridge.base}/+/response", on_resp)
     ids = [f"{tag}{i}" for i in range(total)]
     for i, rid in enumerate(ids):
-        dev = devices[i % len(devices)]
-        bridge.watch.client.publish(topic(bridge, dev, "command/volume"),
-                                    json.dumps({"percent": 10 + i % 80, "id": rid}), qos=1)
-    bridge.watch.wait_for(lambda: len(got) >= total, bound)
-    time.sleep(1)  # a duplicate would come right behind its first copy
+        send(rid, devices[i % len(devices)], 10 + i % 80)
+    bridge.watch.wait_for(lambda: all(rid in got for rid in ids), bound)
+    ends = [f"{tag}end{k}" for k in range(len(devices))]
+    for rid, dev in zip(ends, devices):
+        send(rid, dev, 50)
+    all_ends = bridge.watch.wait_for(lambda: all(rid in got for rid in ends), 60)
     bridge.watch.clear_handlers()
+    bridge.watch.unsubscribe(f"{bridge.base}/+/response")
+    assert all_ends, f"{tag}: {sum(rid not in got for rid in ends)} of the closing commands never answered"
     return {rid: got.get(rid, []) for rid in ids}
 
 
@@ -122,7 +131,8 @@ def test_reduced_fleet_end_to_end(fleet) -> None:  # noqa: ANN001
         one = burst(bridge, [dev], 1, "one", bound=60)
         check_burst(one, "a volume command")
         received = sim0.http("GET", f"/devices/{dev['id']}/received?namespace={RECEIVER_NS}&type=SET_VOLUME")
-        assert len(received) == 1, f"the device has {len(received)} SET_VOLUME for one command"
+        # The command and burst's closing command: two SET_VOLUME, no more.
+        assert len(received) == 2, f"the device has {len(received)} SET_VOLUME for two commands"
 
         # 3. a burst over many devices of both simulators.
         spread = devices.devices[:: max(1, n // 200)]
