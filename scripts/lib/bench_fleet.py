@@ -100,14 +100,16 @@ def retained_topics(port: int, prefixes: list[str], quiet: float, bound: float) 
     seen: set[str] = set()
     last = [time.monotonic()]
 
-    def on_msg(t: str, p: bytes, ts: int) -> None:
-        if p and t not in seen:
-            seen.add(t)
+    def on_message(client, userdata, msg) -> None:  # noqa: ANN001
+        # Only what the broker keeps: a bridge still busy publishes events live meanwhile.
+        if msg.retain and msg.payload and msg.topic not in seen:
+            seen.add(msg.topic)
             last[0] = time.monotonic()
 
+    w.client.on_message = on_message
     try:
         for prefix in prefixes:
-            w.subscribe(f"{prefix}/#", on_msg)
+            w.subscribe(f"{prefix}/#", lambda t, p, ts: None)
         deadline = time.monotonic() + bound
         while time.monotonic() < deadline and time.monotonic() - last[0] < quiet:
             time.sleep(0.2)
