@@ -7,6 +7,7 @@ Shared by scripts/lib/bench_e2e.py and scripts/lib/bench_fleet.py.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -150,6 +151,16 @@ class Bridge:
     def stop(self) -> None:
         self.watch.close()
         self.proc.stop(grace=20)
+
+
+def bench_arguments(doc: str | None, peer_help: str) -> argparse.ArgumentParser:
+    """The arguments every bridge benchmark takes: the binaries and the peer."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--daemon", required=True, help="the release cast2mqtt binary")
+    ap.add_argument("--sim", required=True, help="the cast-sim binary")
+    ap.add_argument("--peer", help=peer_help)
+    ap.add_argument("--only-peer", action="store_true", help="run the peer only (with --peer)")
+    return ap
 
 
 def bridges_under_test(daemon: str, peer: str | None, only_peer: bool):  # noqa: ANN201

@@ -30,7 +30,6 @@ is stopped by its PID.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -38,8 +37,8 @@ import tempfile
 import time
 from typing import Any
 
-from bench_bridge import (Bridge, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status)
-from bench_procs import BenchError, Broker, Simulator, free_port, now_ns, percentiles
+from bench_bridge import (Bridge, bench_arguments, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status)
+from bench_procs import BenchError, Broker, Simulator, fmt_lat, free_port, now_ns, percentiles
 from pcap_hops import Capture, hop_times, other_port
 import stage_trace
 
@@ -126,18 +125,8 @@ def measure_page(bridge: Bridge, n: int, chromium: str, settle: float, seconds: 
 
 # --- the run ---------------------------------------------------------------------------------
 
-def fmt_lat(p: dict) -> str:
-    if not p or not p.get("n"):
-        return "-"
-    return f"{p['p50']:.2f} / {p['p99']:.2f}"
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--daemon", required=True, help="the release cast2mqtt binary")
-    ap.add_argument("--sim", required=True, help="the cast-sim binary")
-    ap.add_argument("--peer", help="peer_bridge.py: also run the peer the same way and print ratios")
-    ap.add_argument("--only-peer", action="store_true", help="run the peer only (with --peer)")
+    ap = bench_arguments(__doc__, "peer_bridge.py: also run the peer the same way and print ratios")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--scale", default="200,1000", help="comma-separated fleet sizes ('' = none)")

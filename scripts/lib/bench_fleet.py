@@ -41,8 +41,8 @@ import tempfile
 import time
 from typing import Any
 
-from bench_bridge import Bridge, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status
-from bench_procs import HOST, BenchError, Broker, Simulator, free_port, now_ns, percentiles
+from bench_bridge import Bridge, bench_arguments, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status
+from bench_procs import HOST, BenchError, Broker, Simulator, fmt_lat, free_port, now_ns, percentiles
 
 
 class Fleet:
@@ -228,13 +228,13 @@ def run_bridge(kind: str, argv_for_config, broker: Broker, fleet: Fleet, workdir
         row["command"] = percentiles(measure_command(bridge, sim0, args.samples, 10, to_response=to_response))
         row["command_response"] = percentiles(to_response)
         row["status"] = percentiles(measure_status(bridge, sim0, args.samples, 10))
-        print(f"    command -> device {fmt_p(row['command'])}, -> response {fmt_p(row['command_response'])}, "
-              f"status {fmt_p(row['status'])} ms", flush=True)
+        print(f"    command -> device {fmt_lat(row['command'])}, -> response {fmt_lat(row['command_response'])}, "
+              f"status {fmt_lat(row['status'])} ms", flush=True)
         ndev = min(args.burst_devices, len(sim0.devices))
         row["burst"] = measure_burst(bridge, sim0, args.burst, ndev, timeout=60 + args.burst * 0.01)
         b = row["burst"]
         print(f"    burst {b['received']}/{b['sent']} over {ndev} devices, lost {b['lost']}, "
-              f"p50/p99 {fmt_p(b['lat'])} ms", flush=True)
+              f"p50/p99 {fmt_lat(b['lat'])} ms", flush=True)
         if web:
             row["snapshot"] = measure_snapshot(web, timeout=60)
             print(f"    web snapshot {row['snapshot']['bytes']} bytes in {row['snapshot']['ms']:.1f} ms", flush=True)
@@ -256,12 +256,6 @@ def run_bridge(kind: str, argv_for_config, broker: Broker, fleet: Fleet, workdir
 
 
 # --- output ----------------------------------------------------------------------------------
-
-def fmt_p(p: dict) -> str:
-    if not p or not p.get("n"):
-        return "-"
-    return f"{p['p50']:.2f} / {p['p99']:.2f}"
-
 
 def result_line(kind: str, n: int, r: dict[str, Any]) -> str:
     if "error" in r:
@@ -301,8 +295,8 @@ def print_table(results: dict[str, dict[int, dict[str, Any]]]) -> None:
                 continue
             b, rs, snap = r["burst"], r["restart"], r.get("snapshot")
             print(f"| {n} | {r['online_s']:.2f} | {r['rss']:.1f} | {r['cpu_pct']:.2f} | {r['threads']} | {r['fds']} "
-                  f"| {fmt_p(r['command'])} | {fmt_p(r['command_response'])} | {fmt_p(r['status'])} "
-                  f"| {b['received']}/{b['sent']}, lost {b['lost']}, {fmt_p(b['lat'])} "
+                  f"| {fmt_lat(r['command'])} | {fmt_lat(r['command_response'])} | {fmt_lat(r['status'])} "
+                  f"| {b['received']}/{b['sent']}, lost {b['lost']}, {fmt_lat(b['lat'])} "
                   f"| {rs['retained']} ({r['ha_configs']}) in {rs['republished_s']:.2f} "
                   f"| {snap['bytes'] if snap else '-'} / {snap['ms'] if snap else 0:.0f} |")
         good = [n for n in sizes if "error" not in rows[n]]
@@ -323,11 +317,7 @@ def print_table(results: dict[str, dict[int, dict[str, Any]]]) -> None:
 # --- the run ---------------------------------------------------------------------------------
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--daemon", required=True, help="the release cast2mqtt binary")
-    ap.add_argument("--sim", required=True, help="the cast-sim binary")
-    ap.add_argument("--peer", help="peer_bridge.py: also run the peer at the same sizes")
-    ap.add_argument("--only-peer", action="store_true", help="run the peer only (with --peer)")
+    ap = bench_arguments(__doc__, "peer_bridge.py: also run the peer at the same sizes")
     ap.add_argument("--devices", default="200,1000,10000", help="comma-separated fleet sizes")
     ap.add_argument("--per-sim", type=int, default=2500, help="devices per cast-sim process")
     ap.add_argument("--first-address", default=None,

@@ -45,6 +45,13 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {"n": len(v), "p10": p(0.10), "p50": p(0.50), "p90": p(0.90), "p99": p(0.99), "max": v[-1]}
 
 
+def fmt_lat(p: dict) -> str:
+    """p50 / p99 of `percentiles`, or "-" without samples."""
+    if not p or not p.get("n"):
+        return "-"
+    return f"{p['p50']:.2f} / {p['p99']:.2f}"
+
+
 # --- processes -------------------------------------------------------------------------------
 
 class Proc:
