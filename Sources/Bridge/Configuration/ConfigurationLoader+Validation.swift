@@ -54,6 +54,7 @@ extension ConfigurationLoader {
         }
         try check(["text", "json"].contains(c.log.format), "log.format", "must be text or json")
         try validateWeb(c.web)
+        try validateInstances(c)
     }
 
     /// The `web` section: an address that parses, and a token for anything but loopback (checked

@@ -266,6 +266,7 @@ public struct Ownership: Sendable {
         var fx = OwnershipEffects()
         guard InstanceDocument.isDeviceID(id) else { return fx }
         if payload.isEmpty {
+            if claims[id] != nil { fx.ownersChanged = true }
             claims.removeValue(forKey: id)
             retained.removeValue(forKey: id)
             if holding[id] != nil { lose(id, &fx) }
@@ -282,6 +283,7 @@ public struct Ownership: Sendable {
         retained[id] = claim
         let previous = claims[id]
         if previous.map({ claim.supersedes($0) || claim == $0 }) ?? true { claims[id] = claim }
+        if claims[id]?.owner != previous?.owner { fx.ownersChanged = true }
         guard let best = claims[id] else { return fx }
         if best.owner == me {
             if retained[id] == best {
@@ -392,4 +394,6 @@ public struct OwnershipEffects: Sendable {
     public var logs: [String] = []
     /// Whether this instance is the primary now (set when it may have changed).
     public var primary: Bool?
+    /// A device's owner changed (`bridge/devices` lists the owners).
+    public var ownersChanged = false
 }
