@@ -148,9 +148,11 @@ struct CoreCluster {
         #expect(deviceTopics.allSatisfy { $0.from == owner })
         #expect(c.retained["cast2mqtt/living_room_tv/availability"] == Array("online".utf8))
         #expect(JSONOutput.parse(c.retained["cast2mqtt/living_room_tv/info"] ?? [])?["owner"] == .string(owner))
-        // Discovery configs: the owner's only.
+        // Discovery configs: the owner's only; the bridge device is one per instance.
         let configs = c.log.filter { $0.publication.topic.hasPrefix("homeassistant/") && $0.publication.topic.contains(tvID) }
         #expect(!configs.isEmpty && configs.allSatisfy { $0.from == owner })
+        #expect(c.retained["homeassistant/device/cast2mqtt_bridge_alpha/config"] != nil)
+        #expect(c.retained["homeassistant/device/cast2mqtt_bridge_beta/config"] != nil)
         // The plain bridge topics are the primary's (alpha, the lower name).
         #expect(c.log.filter { $0.publication.topic == "cast2mqtt/bridge/state" }.allSatisfy { $0.from == "alpha" })
         let devices = JSONOutput.parse(c.retained["cast2mqtt/bridge/devices"] ?? [])
@@ -219,6 +221,25 @@ struct CoreCluster {
         #expect(answers.first?.1["error"]?["code"] == .string("busy"))
         #expect(answers.first?.1["error"]?["retry_after"] == .number(5))
         #expect(answers.first?.1["id"] == .string("p2"))
+    }
+
+    @Test func theHomeAssistantBridgeDeviceIsOnePerInstance() throws {
+        let h = Harness { $0.instance = "upstairs" }
+        let configs = h.core.homeAssistant.bridgeConfigs
+        let (topic, doc) = try #require(configs.first)
+        #expect(topic == "homeassistant/device/cast2mqtt_bridge_upstairs/config")
+        #expect(doc["device"]?["identifiers"] == .array([.string("cast2mqtt_bridge_upstairs")]))
+        #expect(doc["device"]?["name"] == .string("cast2mqtt upstairs"))
+        let connection = try #require(doc["cmps"]?["connection"])
+        #expect(connection["unique_id"] == .string("cast2mqtt_bridge_upstairs_connection"))
+        #expect(connection["state_topic"] == .string("cast2mqtt/bridge/instances/upstairs"))
+        // A device's unique ids do not depend on the instance; via_device names its owner's bridge device.
+        var g = Harness { $0.instance = "upstairs" }
+        g.feed(.deviceDiscovered(tvDescriptor()))
+        let device = try #require(g.core.registry[tvID])
+        let (_, deviceDoc) = try #require(g.core.homeAssistant.configs(device).first)
+        #expect(deviceDoc["device"]?["via_device"] == .string("cast2mqtt_bridge_upstairs"))
+        #expect(deviceDoc["cmps"]?["state"]?["unique_id"] == .string("cast2mqtt_\(tvID)_state"))
     }
 
     @Test func bridgeRequestsAreThePrimarysAlone() {
