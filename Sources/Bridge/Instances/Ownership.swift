@@ -137,7 +137,6 @@ public struct Ownership: Sendable {
         }
         let owner = claims[id]?.owner
         if let owner, owner != me, documents[owner]?.state == .online { return .ignore }
-        if stoppingSeen && candidates(id).contains(where: { $0 != me }) { return .ignore }
         let next = ruleOwner(id)
         // The rule's next owner takes it; with no candidate at all, the holder of the claim.
         if next == me || (next == nil && owner == me) { return .hold }
