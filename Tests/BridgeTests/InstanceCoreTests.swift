@@ -54,18 +54,14 @@ struct CoreCluster {
         }
     }
 
-    mutating func feed(_ name: String, _ input: BridgeInput) {
-        guard var h = cores[name] else { return }
-        h.now = now
-        let out = h.feed(input)
-        cores[name] = h
-        take(name, out)
-    }
+    mutating func feed(_ name: String, _ input: BridgeInput) { feed(name) { $0.feed(input) } }
+    mutating func feed(_ name: String, _ event: CastEvent) { feed(name) { $0.feed(event) } }
 
-    mutating func feed(_ name: String, _ event: CastEvent) {
+    /// Runs `body` on the instance's core at the cluster's time and carries out its output.
+    mutating func feed(_ name: String, _ body: (inout Harness) -> BridgeOutput) {
         guard var h = cores[name] else { return }
         h.now = now
-        let out = h.feed(event)
+        let out = body(&h)
         cores[name] = h
         take(name, out)
     }
@@ -90,6 +86,7 @@ struct CoreCluster {
         h.now = now
         let out = h.feed(.mqttConnected)
         cores[name] = h
+        // The restored subscriptions deliver the retained messages before what it publishes.
         for (topic, payload) in retained.sorted(by: { $0.key < $1.key }) {
             deliver(Publication(topic: topic, payload: payload, retain: true), to: name)
         }

@@ -1,7 +1,6 @@
 import CastProtocol
 import CastSimulator
 import Foundation
-import Logging
 import MQTT
 import Testing
 import TestSupport
@@ -28,13 +27,7 @@ final class InstancesHarness: @unchecked Sendable {
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-inst-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "e2e.observer")
-        logger.logLevel = .warning
-        client = try MosquittoClient(configuration: MQTTConfiguration(url: broker.url, clientID: "e2e-inst-\(UUID().uuidString.prefix(6))",
-                                                                      cleanStart: true), logger: logger)
-        observer = Observer(client)
-        try client.subscribe("cast2mqtt/#", qos: .atLeastOnce)
-        try client.start()
+        (client, observer) = try Observer.started(url: broker.url, topics: ["cast2mqtt/#"])
         for name in instances { try start(name) }
     }
 
