@@ -41,6 +41,10 @@ public struct BridgeCore: Sendable {
     /// What `health_check` reports besides the devices.
     var health = HealthCounters()
 
+    /// The broker the MQTT side is connected to (`mqtt://host:port`, from `mqtt.url`'s list),
+    /// set before each `.mqttConnected`; `bridge/info` names it as `broker`.
+    public var broker: String?
+
     /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
     public var inputOverload: [String: Int] {
         get { health.inputOverload }
