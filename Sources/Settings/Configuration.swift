@@ -155,6 +155,14 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public var stateDir = "/var/lib/cast2mqtt"
     public var log = Log()
     public var web = Web()
+    /// This instance's name when several bridges share the base topic (mqtt-api.md §10,
+    /// docs/scaling.md): `[A-Za-z0-9_-]`, `auto` (the host name) resolved by the loader. Nil:
+    /// single mode, nothing of §10 is published or subscribed.
+    public var instance: String?
+    /// The instance that owns the plain bridge topics while it is live (nil: the lowest name live).
+    public var primary: String?
+    /// Device (id, friendly name or topic name) → instance names in order of preference.
+    public var prefer: [String: [String]] = [:]
 
     public init() {}
 

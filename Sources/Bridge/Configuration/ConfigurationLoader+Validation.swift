@@ -51,6 +51,7 @@ extension ConfigurationLoader {
         }
         try check(["text", "json"].contains(c.log.format), "log.format", "must be text or json")
         try validateWeb(c.web)
+        try validateInstances(c)
     }
 
     /// `mqtt.url`: one URL or a list of up to 16, each `mqtt://` or `mqtts://` without credentials,

@@ -76,6 +76,8 @@ public enum ConfigurationLoader {
                 get: { show($0.homeassistant.discoveryPrefix) }),
             Key(path: "homeassistant.discovery", kind: .string, set: { $0.homeassistant.discovery = s($1) ?? "" },
                 get: { show($0.homeassistant.discovery) }),
+            Key(path: "instance", kind: .optionalString, set: { $0.instance = s($1) }, get: { show($0.instance) }),
+            Key(path: "primary", kind: .optionalString, set: { $0.primary = s($1) }, get: { show($0.primary) }),
             Key(path: "state_dir", kind: .string, set: { $0.stateDir = s($1) ?? "" }, get: { show($0.stateDir) }),
             Key(path: "log.level", kind: .string, set: { $0.log.level = s($1) ?? "" }, get: { show($0.log.level) }),
             Key(path: "log.levels", kind: .map, set: { $0.log.levels = m($1) }, get: { show($0.log.levels) }),
@@ -113,6 +115,7 @@ public enum ConfigurationLoader {
             try apply(mapping: mapping, prefix: "", to: &config)
         }
         try applyEnvironment(environment, to: &config)
+        resolveInstance(&config, hostName: environment["CAST2MQTT_HOSTNAME"] ?? ProcessInfo.processInfo.hostName)
         try validate(config)
         return config
     }
@@ -153,6 +156,10 @@ public enum ConfigurationLoader {
             } else {
                 lines.append("  " + parts.dropFirst().joined(separator: ".") + ": " + key.get(config))
             }
+            if key.path == "primary" {
+                lines.append("prefer:" + (config.prefer.isEmpty ? " {}" : ""))
+                for (device, names) in config.prefer.sorted(by: { $0.key < $1.key }) { lines.append("  \(show(device)): \(show(names))") }
+            }
             if key.path == "discovery.mdns" {
                 lines.append("  devices:" + (config.discovery.devices.isEmpty ? " []" : ""))
                 for dev in config.discovery.devices {
@@ -187,6 +194,8 @@ public enum ConfigurationLoader {
                 try apply(mapping: sub, prefix: path, to: &config)
             } else if path == "discovery.devices" {
                 config.discovery.devices = try staticDevices(valueNode, path: path)
+            } else if path == "prefer" {
+                config.prefer = try preferences(valueNode, path: path)
             } else if let key = table[path] {
                 key.set(&config, try value(of: valueNode, kind: key.kind, path: path))
             } else {
