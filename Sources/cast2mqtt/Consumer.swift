@@ -205,6 +205,7 @@ final class Consumer {
 
     private func mqttConnected() {
         mqttUp = true
+        core.broker = mqtt.currentBroker
         if skippedWhileDown > 0 {
             logger.info("broker back; republishing the current state", metadata: ["mqtt.skipped_while_down": "\(skippedWhileDown)"])
             skippedWhileDown = 0

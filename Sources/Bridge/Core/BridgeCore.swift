@@ -44,6 +44,10 @@ public struct BridgeCore: Sendable {
     /// mode, where every instance branch is one test of this value.
     var instances: InstanceState?
 
+    /// The broker the MQTT side is connected to (`mqtt://host:port`, from `mqtt.url`'s list),
+    /// set before each `.mqttConnected`; `bridge/info` names it as `broker`.
+    public var broker: String?
+
     /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
     public var inputOverload: [String: Int] {
         get { health.inputOverload }

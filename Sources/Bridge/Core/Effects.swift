@@ -143,10 +143,12 @@ extension BridgeCore {
     /// they went out less than a second ago, on the next tick.
     mutating func bridgeTopicsChanged(now: Date, force: Bool = false, _ out: inout BridgeOutput) {
         guard publisher.bridgeTopicsDue(now: now, force: force) else { return }
-        publisher.publish(topics.bridgeInfo, .object([
+        var info: [String: JSONValue] = [
             "version": .string(configuration.version), "started_at": .time(startedAt),
             "base_topic": .string(configuration.mqtt.baseTopic), "devices": .int(registry.count), "online": .int(registry.onlineCount),
-        ]), &out)
+        ]
+        if let broker { info["broker"] = .string(broker) }
+        publisher.publish(topics.bridgeInfo, .object(info), &out)
         publisher.publish(topics.bridgeDevices, devicesDocument, &out)
     }
 }
