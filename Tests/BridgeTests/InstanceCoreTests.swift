@@ -239,6 +239,24 @@ struct CoreCluster {
         #expect(deviceDoc["cmps"]?["state"]?["unique_id"] == .string("cast2mqtt_\(tvID)_state"))
     }
 
+    /// After a reconnect (perhaps to another broker, which retains nothing of ours) the owner says
+    /// its claim and every retained topic of its devices again, once it has confirmed them.
+    @Test func aReconnectedOwnerRepublishesItsClaimAndDeviceTopics() throws {
+        var c = started()
+        let owner = try #require(["alpha", "beta"].first { c.owns($0, tvID) })
+        c.retained = [:]
+        let mark = c.log.count
+        c.connect(owner)
+        #expect(!c.owns(owner, tvID), "gated until its document is back")
+        c.deliver()
+        #expect(c.owns(owner, tvID))
+        let again = c.log[mark...].filter { $0.from == owner }.map(\.publication.topic)
+        #expect(again.contains("cast2mqtt/bridge/claims/\(tvID)"))
+        #expect(again.contains("cast2mqtt/living_room_tv/availability"))
+        #expect(again.contains("cast2mqtt/living_room_tv/info"))
+        #expect(c.retained["cast2mqtt/living_room_tv/availability"] == Array("online".utf8))
+    }
+
     @Test func bridgeRequestsAreThePrimarysAlone() {
         var c = started(["alpha", "beta", "gamma"])
         c.publish("cast2mqtt/bridge/request/health_check", "{}")

@@ -250,7 +250,14 @@ public struct Ownership: Sendable {
         for (id, h) in holding.sorted(by: { $0.key < $1.key }) {
             if let claim = claims[id], claim.owner == me, retained[id] == claim {
                 holding[id] = .confirmed(claim.epoch)
-                if !connected.contains(id) { connect(id, &fx) }
+                if connected.contains(id) {
+                    // Still ours: its claim and retained topics go out again, as every retained
+                    // topic does after a connect (the broker may be another one, or a restarted one).
+                    fx.publications.append(claimPublication(id, claim))
+                    fx.refresh.append(id)
+                } else {
+                    connect(id, &fx)
+                }
             } else if case .claiming = h {
                 continue
             } else {
