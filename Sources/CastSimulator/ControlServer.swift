@@ -121,6 +121,8 @@ struct ControlRouter: Sendable {
         var model: String
         var castType: String
         var host: String
+        /// The device's counters (connections among them), so one request reads a whole fleet's.
+        var counters: SimulatorCounters
     }
 
     func handle(method: HTTPMethod, uri: String, body: [UInt8]) async -> ControlResponse {
@@ -137,7 +139,8 @@ struct ControlRouter: Sendable {
         case (.GET, "devices") where path.count == 1:
             return .json(simulator.devices.map {
                 DeviceSummary(name: $0.name, id: $0.id, port: $0.port, listening: $0.isListening,
-                              model: $0.configuration.model, castType: $0.configuration.castType.rawValue, host: $0.host)
+                              model: $0.configuration.model, castType: $0.configuration.castType.rawValue, host: $0.host,
+                              counters: $0.counters)
             })
         case (.POST, "transfer") where path.count == 1:
             guard let from = json["from"]?.stringValue, let to = json["to"]?.stringValue else {

@@ -44,6 +44,13 @@ public struct SimulatorCounters: Sendable, Hashable, Codable {
     /// Messages the device would have sent while silenced (its own PINGs, broadcasts): how far
     /// a silence has gone in the device's own time, for a test that must know it lasted.
     public var withheldWhileSilenced = 0
+    /// Sender (Cast) connections open now, the most ever open at once, and the longest time in
+    /// milliseconds that two or more were open at once (an overlap still open is not counted
+    /// until it ends): what the tests of several bridge instances read to check that one device
+    /// is never held by two of them for longer than a handover.
+    public var openConnections = 0
+    public var maxOpenConnections = 0
+    public var longestOverlapMilliseconds = 0
     public init() {}
 }
 

@@ -71,6 +71,7 @@ extension SimulatedDevice {
         let connection = SenderConnection(number: connectionCounter, channel: channel, injector: injector)
         connections[connection.number] = connection
         recorder.count { $0.connectionsAccepted += 1 }
+        countOpenConnections()
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(NIOSSLServerHandler(context: sslContext))
         try sync.addHandler(injector)
@@ -82,6 +83,25 @@ extension SimulatedDevice {
     func connectionClosed(_ connection: SenderConnection) {
         eventLoop.assertInEventLoop()
         connections[connection.number] = nil
+        countOpenConnections()
+    }
+
+    /// Updates the open-connection counters and times an overlap (two or more open at once).
+    func countOpenConnections() {
+        let open = connections.count
+        var overlap: Int?
+        if open >= 2 {
+            if loop.value.overlapSince == nil { loop.value.overlapSince = .now() }
+        } else if let since = loop.value.overlapSince {
+            loop.value.overlapSince = nil
+            overlap = Int((NIODeadline.now() - since).nanoseconds / 1_000_000)
+        }
+        let ended = overlap
+        recorder.count { c in
+            c.openConnections = open
+            c.maxOpenConnections = max(c.maxOpenConnections, open)
+            if let ended { c.longestOverlapMilliseconds = max(c.longestOverlapMilliseconds, ended) }
+        }
     }
 
     /// Closes every sender connection and every listener (Cast and `eureka_info`); returns when
@@ -92,6 +112,7 @@ extension SimulatedDevice {
         let closes = connections.values.map { $0.channel.close() } + [listener?.close()].compactMap { $0 }
             + loop.value.eurekaListeners.values.map { $0.close() }
         connections.removeAll()
+        countOpenConnections()
         listener = nil
         loop.value.eurekaListeners.removeAll()
         return EventLoopFuture.andAllComplete(closes, on: eventLoop)

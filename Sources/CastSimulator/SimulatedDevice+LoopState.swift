@@ -12,6 +12,8 @@ struct DeviceLoopState: Sendable {
     var eurekaBehaviour = EurekaBehaviour()
     var connections: [Int: SenderConnection] = [:]
     var connectionCounter = 0
+    /// Since when two or more sender connections are open (nil: fewer).
+    var overlapSince: NIODeadline?
     var silenced = false
     var refusingAppConnections = false
     var swallowFirstMessages = 0

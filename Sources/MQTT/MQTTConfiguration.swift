@@ -74,6 +74,9 @@ public struct MQTTBrokerAddress: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
+
+    /// `mqtt://host:port` or `mqtts://host:port`: which broker, never credentials (a URL has none).
+    public var url: String { (tls ? "mqtts://" : "mqtt://") + description }
 }
 
 /// Everything needed to connect to the broker: the configuration file's `mqtt` section as the
@@ -94,6 +97,12 @@ public struct MQTTConfiguration: Sendable {
     public var sessionExpiry: UInt32
     /// The last will, published by the broker when we vanish without a clean disconnect.
     public var will: MQTTMessage?
+    /// MQTT 5 Will Delay Interval in seconds: the broker publishes the will only when we have not
+    /// come back (same client id) within this time, so a short blip does not count as a death.
+    /// Nil (the default): the will carries no delay and the client speaks exactly the configured
+    /// protocol. Set: with protocol 5, a broker that refuses MQTT 5 (CONNACK "unsupported
+    /// protocol version") is spoken to in 3.1.1 instead, whose will has no delay (logged once).
+    public var willDelay: UInt32?
     /// First delay before reconnecting; doubles on every failed attempt up to `reconnectMax`.
     public var reconnectInitial: Duration
     public var reconnectMax: Duration
@@ -107,6 +116,7 @@ public struct MQTTConfiguration: Sendable {
         cleanStart: Bool = false,
         sessionExpiry: UInt32 = 86_400,
         will: MQTTMessage? = nil,
+        willDelay: UInt32? = nil,
         reconnectInitial: Duration = .milliseconds(500),
         reconnectMax: Duration = .seconds(30),
         maxInflight: Int = 20
@@ -115,6 +125,7 @@ public struct MQTTConfiguration: Sendable {
         self.cleanStart = cleanStart
         self.sessionExpiry = sessionExpiry
         self.will = will
+        self.willDelay = willDelay
         self.reconnectInitial = reconnectInitial
         self.reconnectMax = reconnectMax
         self.maxInflight = maxInflight
@@ -136,11 +147,13 @@ public struct MQTTConfiguration: Sendable {
         cleanStart: Bool = false,
         sessionExpiry: UInt32 = 86_400,
         will: MQTTMessage? = nil,
+        willDelay: UInt32? = nil,
         reconnectInitial: Duration = .milliseconds(500),
         reconnectMax: Duration = .seconds(30),
         maxInflight: Int = 20
     ) {
         self.init(BridgeConfiguration.MQTT(), cleanStart: cleanStart, sessionExpiry: sessionExpiry, will: will,
+                  willDelay: willDelay,
                   reconnectInitial: reconnectInitial, reconnectMax: reconnectMax, maxInflight: maxInflight)
         self.url = url
         self.clientID = clientID
@@ -170,8 +183,21 @@ public struct MQTTConfiguration: Sendable {
     /// Checks the configuration and returns the broker address. Throws `MQTTError` with
     /// code `.invalidConfiguration` and a sentence saying what to fix.
     public func validate() throws(MQTTError) -> MQTTBrokerAddress {
+        let addresses = try validateBrokers()
+        return addresses[0]
+    }
+
+    /// Checks the configuration and returns every broker's address, in order (`urls`: at least
+    /// one; all plain or all TLS, since the TLS settings are shared).
+    public func validateBrokers() throws(MQTTError) -> [MQTTBrokerAddress] {
         func fail(_ why: String) -> MQTTError { MQTTError(code: .invalidConfiguration, message: why) }
-        let address = try MQTTBrokerAddress(url: broker.url)
+        guard !broker.urls.isEmpty else { throw fail("no broker URL") }
+        var addresses: [MQTTBrokerAddress] = []
+        for url in broker.urls { addresses.append(try MQTTBrokerAddress(url: url)) }
+        let address = addresses[0]
+        if addresses.contains(where: { $0.tls != address.tls }) {
+            throw fail("the broker URLs must be all mqtt:// or all mqtts:// (they share the TLS settings)")
+        }
         if broker.clientID.isEmpty && !cleanStart {
             throw fail("a persistent session (clean start off) needs a client id")
         }
@@ -194,7 +220,8 @@ public struct MQTTConfiguration: Sendable {
         }
         if maxInflight < 1 || maxInflight > 65535 { throw fail("max_inflight must be 1-65535") }
         if let will, will.topic.isEmpty { throw fail("the last will needs a topic") }
-        return address
+        if willDelay != nil && will == nil { throw fail("a will delay needs a last will") }
+        return addresses
     }
 
     /// The password to send: `password`, or the first line of `passwordFile`.

@@ -83,6 +83,19 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
     /// nil after a successful connect.
     public var lastError: MQTTError? { connection.shared.withLock { $0.lastError } }
 
+    /// The broker in use (or being tried while disconnected): `mqtt://host:port` or
+    /// `mqtts://host:port` from `mqtt.url`'s list; never credentials.
+    public var currentBroker: String {
+        let index = connection.shared.withLock { $0.brokerIndex }
+        return connection.addresses[index].url
+    }
+
+    /// The protocol spoken: the configured one, or 3.1.1 after a broker refused MQTT 5 while a
+    /// will delay is set (the will then has no delay).
+    public var protocolVersion: MQTTProtocolVersion {
+        connection.speaksV5.load(ordering: .relaxed) ? .v5 : .v311
+    }
+
     /// Connect attempts started so far, the first included (an attempt counts from the moment
     /// the network thread begins it: a test can tell that one is under way).
     public var connectAttempts: Int { connection.shared.withLock { $0.connectAttempts } }

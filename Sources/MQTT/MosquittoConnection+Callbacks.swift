@@ -34,7 +34,9 @@ extension MosquittoConnection {
 
     func didConnect(rc: Int32, flags: Int32) {
         guard rc == 0 else {
-            refusal = MQTTError(connackCode: rc, protocolVersion: configuration.protocolVersion)
+            let v5 = speaksV5.load(ordering: .relaxed)
+            refusal = MQTTError(connackCode: rc, protocolVersion: v5 ? .v5 : .v311)
+            refusedProtocol = v5 && rc == unsupportedProtocolVersion
             return
         }
         established = true
@@ -50,7 +52,7 @@ extension MosquittoConnection {
         }
         logger.info(
             reconnect ? "reconnected to MQTT broker" : "connected to MQTT broker",
-            metadata: ["mqtt.session_present": "\(sessionPresent)"])
+            metadata: ["mqtt.session_present": "\(sessionPresent)", "mqtt.broker": "\(address)"])
         // Restore every subscription: the broker may have lost our session (restart without
         // persistence, expiry), and re-subscribing an existing subscription is harmless.
         for (filter, qos) in subscriptions {

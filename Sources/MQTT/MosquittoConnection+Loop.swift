@@ -114,6 +114,7 @@ extension MosquittoConnection {
     /// a pending connect after `keepalive` seconds).
     func attemptConnect() -> MQTTError? {
         refusal = nil
+        refusedProtocol = false
         disconnectCode = nil
         established = false
         libraryLogging(true)
@@ -124,7 +125,7 @@ extension MosquittoConnection {
         let rc: Int32
         let port = Int32(address.port)
         let keepalive = Int32(configuration.keepalive)
-        if configuration.protocolVersion == .v5 {
+        if speaksV5.load(ordering: .relaxed) {
             if let error = probeBroker(timeout: .seconds(configuration.keepalive)) { return error }
             var properties: OpaquePointer?
             defer { mosquitto_property_free_all(&properties) }
@@ -133,6 +134,12 @@ extension MosquittoConnection {
                     &properties, MQTTPropertyID.sessionExpiryInterval, configuration.sessionExpiry)
             }
             rc = mosquitto_connect_bind_v5(handle, address.host, port, keepalive, nil, properties)
+        } else if configuration.protocolVersion == .v5 {
+            // Fallen back to 3.1.1 (a broker without MQTT 5, `fallBackToV311`): the MQTT 5 connect
+            // kept the Session Expiry property, which a 3.1.1 connect refuses (MOSQ_ERR_NOT_SUPPORTED)
+            // unless it is cleared, and only this call clears it.
+            if let error = probeBroker(timeout: .seconds(configuration.keepalive)) { return error }
+            rc = mosquitto_connect_bind_v5(handle, address.host, port, keepalive, nil, nil)
         } else {
             rc = mosquitto_connect_bind_async(handle, address.host, port, keepalive, nil)
         }
@@ -207,10 +214,9 @@ extension MosquittoConnection {
                     if let error = attemptConnect() {
                         if error.code == .shutDown { continue }
                         shared.withLock { $0.lastError = error }
-                        let wait = delay
-                        delay = min(delay * 2, maximum)
+                        let wait = waitBeforeNextAttempt(lost: false, delay: &delay, initial: initial, maximum: maximum)
                         nextAttempt = now.advanced(by: wait)
-                        logger.warning("\(error.message); retrying in \(wait)")
+                        logger.warning("\(error.message); \(retryWords()) in \(wait)")
                     } else {
                         attemptActive = true
                         nextAttempt = nil
@@ -271,6 +277,55 @@ extension MosquittoConnection {
         }
     }
 
+    /// How long to wait after the attempt on `address` failed or its connection was lost
+    /// (`lost`), moving on to the next broker of the list. One broker: the doubling backoff, reset
+    /// by a lost connection. Several: the next is tried at once (after `initial` when a working
+    /// connection was lost), and the backoff grows only when a whole round of them failed. There
+    /// is no fail-back: a working broker is kept until it is lost.
+    func waitBeforeNextAttempt(lost: Bool, delay: inout Duration, initial: Duration, maximum: Duration) -> Duration {
+        if lost { delay = initial }
+        guard addresses.count > 1 else {
+            let wait = delay
+            delay = min(delay * 2, maximum)
+            return wait
+        }
+        let index = shared.withLock { s in
+            s.brokerIndex = (s.brokerIndex + 1) % addresses.count
+            return s.brokerIndex
+        }
+        address = addresses[index]
+        // A broker that refused MQTT 5 says nothing about the next one.
+        if configuration.willDelay != nil, configuration.protocolVersion == .v5, !speaksV5.load(ordering: .relaxed) {
+            do { try applyProtocol(v5: true) } catch { logger.error("cannot go back to MQTT 5: \(error.message)") }
+        }
+        if lost { return initial }
+        guard index == 0 else { return .zero }
+        let wait = delay
+        delay = min(delay * 2, maximum)
+        return wait
+    }
+
+    /// "retrying" (one broker), or which broker comes next.
+    func retryWords() -> String {
+        addresses.count > 1 ? "trying MQTT broker \(address) next" : "retrying"
+    }
+
+    /// The broker refused MQTT 5 and a will delay is set: speak 3.1.1 (whose will has no delay)
+    /// from the next attempt on, which starts at once. False when the switch failed.
+    func fallBackToV311() -> Bool {
+        do {
+            try applyProtocol(v5: false)
+        } catch {
+            logger.error("cannot fall back to MQTT 3.1.1: \(error.message)")
+            return false
+        }
+        if !loggedFallback {
+            loggedFallback = true
+            logger.warning("the MQTT broker does not speak MQTT 5: using MQTT 3.1.1, whose last will has no delay")
+        }
+        return true
+    }
+
     /// Runs `body` (a wait) with io released, so that publishing threads can write meanwhile.
     @discardableResult
     private func unlocked<R>(_ body: () -> R) -> R {
@@ -302,15 +357,17 @@ extension MosquittoConnection {
             if wasEstablished { reportShutdown() }
             return now
         }
-        if wasEstablished { delay = initial }
-        let wait = delay
-        delay = min(delay * 2, maximum)
+        if refusedProtocol, configuration.willDelay != nil, fallBackToV311() { return now }
+        let failed = address
+        let wait = waitBeforeNextAttempt(lost: wasEstablished, delay: &delay, initial: initial, maximum: maximum)
+        let next = retryWords()
         if wasEstablished {
-            logger.warning("disconnected from MQTT broker: \(why); reconnecting in \(wait)")
+            let which = addresses.count > 1 ? " \(failed)" : ""
+            logger.warning("disconnected from MQTT broker\(which): \(why); \(addresses.count > 1 ? next : "reconnecting") in \(wait)")
         } else if refusal != nil {
-            logger.error("\(why); retrying in \(wait)")
+            logger.error("\(why); \(next) in \(wait)")
         } else {
-            logger.warning("connection to MQTT broker failed: \(why); retrying in \(wait)")
+            logger.warning("connection to MQTT broker failed: \(why); \(next) in \(wait)")
         }
         if wasEstablished || refusal != nil {
             yield(.disconnected(reason: why))

@@ -25,7 +25,12 @@ enum MQTTPropertyID {
     static let responseTopic: Int32 = 0x08
     static let correlationData: Int32 = 0x09
     static let sessionExpiryInterval: Int32 = 0x11
+    static let willDelayInterval: Int32 = 0x18
 }
+
+/// MQTT 5 CONNACK reason 0x84 "unsupported protocol version"; libmosquitto also reports a 3.1.1
+/// broker's own CONNACK ("unacceptable protocol version", 1) with it.
+let unsupportedProtocolVersion: Int32 = 0x84
 
 /// Owns one libmosquitto handle and the network thread that drives it.
 ///
@@ -39,7 +44,8 @@ enum MQTTPropertyID {
 /// calling into libmosquitto.
 final class MosquittoConnection: @unchecked Sendable {
     let configuration: MQTTConfiguration
-    let address: MQTTBrokerAddress
+    /// The brokers in order (`mqtt.url`'s list; usually one).
+    let addresses: [MQTTBrokerAddress]
     let logger: Logger
     let events: AsyncStream<MQTTEvent>
     let continuation: AsyncStream<MQTTEvent>.Continuation
@@ -64,6 +70,8 @@ final class MosquittoConnection: @unchecked Sendable {
         var socket: Int32 = -1
         var lastError: MQTTError?
         var subscriptions: [String: MQTTQoS] = [:]
+        /// Index in `addresses` of the broker being used or tried (the network thread moves it).
+        var brokerIndex = 0
         /// While true, the publish callback records completed message ids (used by shutdown).
         var trackCompletions = false
         var completedMids: Set<Int32> = []
@@ -75,19 +83,29 @@ final class MosquittoConnection: @unchecked Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     let shared = Mutex(Shared())
+    /// True while the client speaks MQTT 5: the configured protocol, until a broker refuses MQTT 5
+    /// while a will delay is set (then 3.1.1; see `MQTTConfiguration.willDelay`). Read by
+    /// publishing threads, changed by the network thread between attempts.
+    let speaksV5: Atomic<Bool>
 
     // Under io.
+    /// The broker being used or tried (`addresses[shared.brokerIndex]`).
+    var address: MQTTBrokerAddress
     var refusal: MQTTError?
+    /// The last CONNACK refused the protocol version (MQTT 5 not spoken by the broker).
+    var refusedProtocol = false
+    /// The fallback to 3.1.1 was logged (once per run).
+    var loggedFallback = false
     var disconnectCode: Int32?
     var established = false
 
     init(configuration: MQTTConfiguration, logger: Logger,
          handler: (@Sendable (MQTTEvent) -> Void)? = nil) throws(MQTTError) {
         _ = MosquittoLibrary.initialized
-        let address = try configuration.validate()
+        let addresses = try configuration.validateBrokers()
         let password = try configuration.resolvedPassword()
         var logger = logger
-        logger[metadataKey: "mqtt.broker"] = "\(address)"
+        logger[metadataKey: "mqtt.broker"] = "\(addresses.map(\.description).joined(separator: ","))"
 
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
@@ -107,12 +125,14 @@ final class MosquittoConnection: @unchecked Sendable {
             throw MQTTError(returnCode: MOSQ_ERR_ERRNO.rawValue, operation: "mosquitto_new", errno: savedErrno)
         }
         self.configuration = configuration
-        self.address = address
+        self.addresses = addresses
+        self.address = addresses[0]
         self.logger = logger
         self.handle = handle
         self.wakeRead = pipeFDs[0]
         self.wakeWrite = pipeFDs[1]
         self.handler = handler
+        speaksV5 = Atomic(configuration.protocolVersion == .v5)
         (events, continuation) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .unbounded)
         // Fully initialised: from here on a throw runs deinit, which frees the handle.
         try configure(password: password)
@@ -129,21 +149,12 @@ final class MosquittoConnection: @unchecked Sendable {
         let h = handle
         mosquitto_user_data_set(h, Unmanaged.passUnretained(self).toOpaque())
         try MQTTError.check(mosquitto_threaded_set(h, true), "mosquitto_threaded_set")
-        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try MQTTError.check(
-            mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, version), "set protocol version")
+        try applyProtocol(v5: configuration.protocolVersion == .v5)
         try MQTTError.check(mosquitto_int_option(h, MOSQ_OPT_TCP_NODELAY, 1), "set TCP_NODELAY")
         try MQTTError.check(
             mosquitto_int_option(h, MOSQ_OPT_SEND_MAXIMUM, Int32(configuration.maxInflight)), "set max inflight")
         if let username = configuration.username {
             try MQTTError.check(mosquitto_username_pw_set(h, username, password), "set username and password")
-        }
-        if let will = configuration.will {
-            let rc = will.payload.withUnsafeBytes { buf in
-                mosquitto_will_set(
-                    h, will.topic, Int32(buf.count), buf.baseAddress, Int32(will.qos.rawValue), will.retain)
-            }
-            try MQTTError.check(rc, "set last will on \(will.topic)")
         }
         if address.tls {
             // Without a CA file, trust the system's CAs. They are passed as a CA file (or directory)
@@ -188,6 +199,31 @@ final class MosquittoConnection: @unchecked Sendable {
         libraryLogging(true)
     }
 
+    /// Sets the protocol version and, with it, the last will: under MQTT 5 with the configured
+    /// Will Delay Interval, under 3.1.1 without (it has none). Called at init and, on the network
+    /// thread under io, between attempts when the broker refused MQTT 5.
+    func applyProtocol(v5: Bool) throws(MQTTError) {
+        speaksV5.store(v5, ordering: .relaxed)
+        try MQTTError.check(
+            mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311),
+            "set protocol version")
+        guard let will = configuration.will else { return }
+        var properties: OpaquePointer?
+        if v5, let delay = configuration.willDelay {
+            try MQTTError.check(
+                mosquitto_property_add_int32(&properties, MQTTPropertyID.willDelayInterval, delay),
+                "add will delay interval")
+        }
+        let h = handle
+        let rc = will.payload.withUnsafeBytes { buf in
+            mosquitto_will_set_v5(
+                h, will.topic, Int32(buf.count), buf.baseAddress, Int32(will.qos.rawValue), will.retain, properties)
+        }
+        // On success the library owns the property list; on failure it is ours to free.
+        if rc != MOSQ_ERR_SUCCESS.rawValue { mosquitto_property_free_all(&properties) }
+        try MQTTError.check(rc, "set last will on \(will.topic)")
+    }
+
     /// libmosquitto formats a line (malloc + vsnprintf) for every packet it sends or receives,
     /// but only while a log callback is set. The callback is set while connecting, where its error
     /// lines (e.g. OpenSSL's "certificate verify failed") complete our error messages, and taken
@@ -224,7 +260,7 @@ final class MosquittoConnection: @unchecked Sendable {
         }
         var properties: OpaquePointer?
         defer { mosquitto_property_free_all(&properties) }
-        if configuration.protocolVersion == .v5 {
+        if speaksV5.load(ordering: .relaxed) {
             if let responseTopic = message.responseTopic {
                 try MQTTError.check(
                     mosquitto_property_add_string(&properties, MQTTPropertyID.responseTopic, responseTopic),

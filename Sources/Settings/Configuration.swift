@@ -5,7 +5,14 @@
 /// no layer keeps a copy of these types.
 public struct BridgeConfiguration: Sendable, Hashable {
     public struct MQTT: Sendable, Hashable {
-        public var url = "mqtt://localhost:1883"
+        /// The brokers in order (`mqtt.url`: one URL or a list): the first that answers is used,
+        /// the next when it is lost.
+        public var urls = ["mqtt://localhost:1883"]
+        /// The first broker (usually the only one); setting it makes it the only one.
+        public var url: String {
+            get { urls.first ?? "" }
+            set { urls = [newValue] }
+        }
         public var baseTopic = "cast2mqtt"
         public var clientID = "cast2mqtt"
         public var username: String?
@@ -19,6 +26,9 @@ public struct BridgeConfiguration: Sendable, Hashable {
         public var protocolVersion = "5"
         public var qos = 1
         public var keepalive = 30
+        /// Seconds the broker waits before publishing the last will of an instance (MQTT 5 Will
+        /// Delay Interval; used only in instance mode, where a short blip must not hand devices over).
+        public var willDelay = 10
         /// Largest accepted command payload in bytes.
         public var maxPayload = 65_536
         public init() {}
@@ -145,6 +155,14 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public var stateDir = "/var/lib/cast2mqtt"
     public var log = Log()
     public var web = Web()
+    /// This instance's name when several bridges share the base topic (mqtt-api.md §10,
+    /// docs/scaling.md): `[A-Za-z0-9_-]`, `auto` (the host name) resolved by the loader. Nil:
+    /// single mode, nothing of §10 is published or subscribed.
+    public var instance: String?
+    /// The instance that owns the plain bridge topics while it is live (nil: the lowest name live).
+    public var primary: String?
+    /// Device (id, friendly name or topic name) → instance names in order of preference.
+    public var prefer: [String: [String]] = [:]
 
     public init() {}
 

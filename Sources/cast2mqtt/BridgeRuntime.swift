@@ -86,6 +86,8 @@ final class BridgeRuntime: Sendable {
                                   admitted: { filter.allows(id: $0, friendlyName: $1) })
         }
         let inputs = self.inputs
+        let mirrors = RuntimeObservers.mirrorSubscriptions(configuration)
+        let base = configuration.mqtt.baseTopic
         // MQTT events go from libmosquitto's callbacks straight into the queue (no reader task).
         let mqtt = try MosquittoClient(configuration: Adapt.mqttConfiguration(configuration, will: core.lastWill),
                                        logger: .component("mqtt"), onEvent: { [inputs, observers] event in
@@ -93,6 +95,9 @@ final class BridgeRuntime: Sendable {
             switch event {
             case .connected: inputs.push(.bridge(.mqttConnected))
             case .disconnected: inputs.push(.mqttDisconnected)
+            case .message(let m) where !mirrors.isEmpty && RuntimeObservers.isMirrored(m.topic, base: base):
+                // Instance mode: another instance's device documents, for the page only.
+                observers.mirror(topic: m.topic, payload: m.payload)
             case .message(let m):
                 inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
                                                  correlationData: m.correlationData)))
@@ -100,7 +105,7 @@ final class BridgeRuntime: Sendable {
         })
         // Subscribed before the client starts: the first connection subscribes at once.
         let qos = Adapt.qos(configuration.mqtt.qos)
-        for filter in core.subscriptions { try mqtt.subscribe(filter, qos: qos) }
+        for filter in core.subscriptions + mirrors { try mqtt.subscribe(filter, qos: qos) }
         let discovery = DeviceDiscovery(configuration: configuration.discovery, logger: .component("discovery"))
         let environment = ProcessInfo.processInfo.environment
         let offCoreLoop = environment["CAST2MQTT_TEST_HOOKS"] == "1" && environment["CAST2MQTT_TEST_OFF_CORE_LOOP"] == "1"
@@ -114,7 +119,7 @@ final class BridgeRuntime: Sendable {
             fetcher = nil
         }
         let facts = DeviceFactsRunner(configuration: configuration.discovery, fleet: fleet, fetcher: fetcher,
-                                      inputs: inputs, logger: .component("discovery"))
+                                      inputs: inputs, logger: .component("discovery"), instanceMode: configuration.instance != nil)
         let lastWill = core.lastWill
         let consumer = NIOLoopBoundBox.makeBoxSendingValue(
             Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, facts: facts,

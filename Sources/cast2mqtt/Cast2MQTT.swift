@@ -98,7 +98,7 @@ extension Cast2MQTT {
             }
             let metrics = BridgeMetrics.bootstrap(version: config.version)
             raiseDescriptorLimit(logger: logger)
-            logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.url)",
+            logger.info("starting", metadata: ["version": "\(config.version)", "mqtt.broker": "\(config.mqtt.urls.joined(separator: ", "))",
                                                "mqtt.base_topic": "\(config.mqtt.baseTopic)"])
             let runtime = BridgeRuntime(configuration: config, logger: logger, metrics: metrics, logTail: tail)
             let daemon = try runtime.makeDaemon()

@@ -41,6 +41,11 @@ final class Consumer {
     /// Completed when the queue has ended and everything in it was taken.
     let finished: EventLoopPromise<Void>
     let testHooks = ProcessInfo.processInfo.environment["CAST2MQTT_TEST_HOOKS"] == "1"
+    /// Instance mode: when the previous input was taken (a gap longer than the MQTT keepalive
+    /// means the process was frozen: mqtt-api.md §10) and whether SIGTERM's handover is under way.
+    var lastTaken: ContinuousClock.Instant?
+    var stopping = false
+    var handoverEnded = false
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
          facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
@@ -79,6 +84,7 @@ final class Consumer {
 
     func take(_ next: RuntimeInput) {
         defer { watchdog.pingIfDue() }
+        if runtime.configuration.instance != nil { noticeFreeze() }
         if StageTrace.enabled {
             if case .bridge(.mqttMessage) = next { StageTrace.mark(.commandTaken) }
             if case .bridge(.device) = next { StageTrace.mark(.snapshotTaken) }
@@ -95,6 +101,10 @@ final class Consumer {
             return
         case .mqttDisconnected:
             mqttUp = false
+            return
+        case .webCommand(let topic, let payload):
+            // Instance mode: the page's command goes through the broker, like any client's.
+            publish(Publication(topic: topic, payload: payload, retain: false))
             return
         case .bridge(.mqttMessage(let topic, let payload, _, _))
             where testHooks && topic == "\(core.topics.base)/bridge/request/debug_stall":
@@ -139,20 +149,63 @@ final class Consumer {
             for operation in output.operations { start(operation) }
             for publication in output.publications { publish(publication) }
         }
-        for id in output.forgotten {
-            guard let close = facts.drop(id) else { continue }
-            nextClose += 1
-            let key = nextClose
-            closing[key] = close
-            close.hop(to: loop).assumeIsolated().whenComplete { [self] _ in closing.removeValue(forKey: key) }
-        }
+        for id in output.forgotten { track(facts.drop(id)) }
+        for id in output.release { track(facts.release(id)) }
+        for id in output.connect { facts.connect(id) }
+        if stopping, output.handedOver { endHandover("every device is handed over") }
         if output.sessionsChanged { sessionsPacer.changed() }
         if output.publishedChanged { publishedPacer.changed() }
         saveState()
     }
 
+    /// A polite close under way, awaited at shutdown.
+    private func track(_ close: EventLoopFuture<Void>?) {
+        guard let close else { return }
+        nextClose += 1
+        let key = nextClose
+        closing[key] = close
+        close.hop(to: loop).assumeIsolated().whenComplete { [self] _ in closing.removeValue(forKey: key) }
+    }
+
+    /// Instance mode: the ticker pushes an input every second, so a gap between two inputs longer
+    /// than the MQTT keepalive means the process was frozen (SIGSTOP, a suspended VM): the broker
+    /// has probably fired our will and another instance may own our devices now. Nothing is
+    /// published for a device, and no command runs, until its claim is confirmed again.
+    private func noticeFreeze() {
+        let now = ContinuousClock.now
+        defer { lastTaken = now }
+        guard let last = lastTaken else { return }
+        let gap = now - last
+        guard gap > .seconds(runtime.configuration.mqtt.keepalive) else { return }
+        let seconds = Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18
+        logger.warning("the process was frozen; holding every device until its claim is confirmed",
+                       metadata: ["freeze.seconds": "\(Int(seconds))"])
+        apply(.instanceResumed(gap: seconds))
+    }
+
+    /// SIGTERM in instance mode: say `stopping` and wait (at most `handoverBound`) until the other
+    /// instances have taken this one's devices; then the queue ends and the usual shutdown runs.
+    func beginHandover() {
+        guard !stopping else { return }
+        stopping = true
+        logger.info("stopping: handing the devices over to the other instances")
+        apply(.instanceStop)
+        loop.assumeIsolated().scheduleTask(in: Self.handoverBound) { [self] in endHandover("the handover took too long") }
+    }
+
+    /// At most this long between `stopping` and the end of the queue.
+    static let handoverBound = TimeAmount.seconds(5)
+
+    private func endHandover(_ why: String) {
+        guard stopping, !handoverEnded else { return }
+        handoverEnded = true
+        logger.info("handover done", metadata: ["handover.end": "\(why)"])
+        runtime.inputs.finish()
+    }
+
     private func mqttConnected() {
         mqttUp = true
+        core.broker = mqtt.currentBroker
         if skippedWhileDown > 0 {
             logger.info("broker back; republishing the current state", metadata: ["mqtt.skipped_while_down": "\(skippedWhileDown)"])
             skippedWhileDown = 0

@@ -19,9 +19,16 @@ struct DeviceFactsRunner {
     private let inputs: InputQueue
     private let logger: Logger
     private var lastSearch = ContinuousClock.now
+    /// Instance mode (mqtt-api.md §10): the devices this instance owns — only they get a Cast
+    /// client — and the newest discovery record of every device, to start its client when this
+    /// instance takes it. Nil in single mode: every device gets its client.
+    private var owned: Set<DeviceID>?
+    private var records: [DeviceID: CastDeviceRecord] = [:]
 
-    init(configuration: DiscoveryConfiguration, fleet: Fleet, fetcher: EurekaInfoFetcher?, inputs: InputQueue, logger: Logger) {
+    init(configuration: DiscoveryConfiguration, fleet: Fleet, fetcher: EurekaInfoFetcher?, inputs: InputQueue, logger: Logger,
+         instanceMode: Bool = false) {
         facts = DeviceFacts(statics: configuration.devices, filter: configuration.filter)
+        owned = instanceMode ? [] : nil
         self.fleet = fleet
         self.fetcher = fetcher
         self.inputs = inputs
@@ -62,6 +69,14 @@ struct DeviceFactsRunner {
             case .fetch(let host):
                 fetch(host)
             case .discovery(let event, let dynamic, let configuredID):
+                if owned != nil, let record = event.record {
+                    // Instance mode: a device this instance does not own is known, not connected.
+                    records[record.id] = record
+                    if owned?.contains(record.id) != true {
+                        out.append(Self.decorate(.deviceDiscovered(Adapt.descriptor(record)), dynamic: dynamic, configuredID: configuredID))
+                        continue
+                    }
+                }
                 guard let input = fleet.apply(event, to: &facts) else { continue }
                 out.append(Self.decorate(input, dynamic: dynamic, configuredID: configuredID))
             case .removeDynamic(let id):
@@ -74,6 +89,20 @@ struct DeviceFactsRunner {
             }
         }
         return out
+    }
+
+    /// Instance mode: this instance owns the device now; its client starts.
+    mutating func connect(_ id: DeviceID) {
+        owned?.insert(id)
+        guard facts.client(id) == nil, let record = records[id] else { return }
+        _ = fleet.apply(.added(record), to: &facts)
+    }
+
+    /// Instance mode: another instance owns the device now; its client closes politely (CLOSE
+    /// to the joined app's transport and the receiver: the app keeps running for the new owner).
+    mutating func release(_ id: DeviceID) -> EventLoopFuture<Void>? {
+        owned?.remove(id)
+        return Fleet.drop(id, from: &facts)
     }
 
     /// The device's Cast client.
@@ -112,6 +141,16 @@ struct DeviceFactsRunner {
             inputs.push(.eureka(host: host, result.mapError { error in
                 error as? EurekaFetchError ?? EurekaFetchError(.invalidResponse, "\(error)")
             }))
+        }
+    }
+}
+
+private extension DiscoveryEvent {
+    /// The device record an addition or update carries.
+    var record: CastDeviceRecord? {
+        switch self {
+        case .added(let record), .updated(let record): return record
+        case .removed: return nil
         }
     }
 }

@@ -13,6 +13,9 @@ enum RuntimeInput: Sendable {
     case mqttDisconnected
     /// A device's `eureka_info` answered (or could not be read): `DeviceFactsRunner`.
     case eureka(host: String, Result<EurekaInfo, EurekaFetchError>)
+    /// Instance mode: a command from the web page, published to the broker (every instance
+    /// hears it there; the device's owner answers).
+    case webCommand(topic: String, payload: [UInt8])
 }
 
 /// The daemon's one input queue: many producers (the MQTT thread, discovery, the devices' event

@@ -28,8 +28,13 @@ final class RuntimeObservers: Sendable {
             server = nil
             return
         }
+        let instanceMode = configuration.instance != nil
         let hub = WebHub(baseTopic: configuration.mqtt.baseTopic, logTail: logTail) { [inputs] topic, payload in
-            inputs.push(.bridge(.mqttMessage(topic: topic, payload: payload, responseTopic: nil, correlationData: nil)))
+            if instanceMode {
+                inputs.push(.webCommand(topic: topic, payload: payload))
+            } else {
+                inputs.push(.bridge(.mqttMessage(topic: topic, payload: payload, responseTopic: nil, correlationData: nil)))
+            }
         }
         self.hub = hub
         let token = (try? ConfigurationLoader.webSecret(configuration)) ?? nil
@@ -58,6 +63,33 @@ final class RuntimeObservers: Sendable {
     }
 
     /// Every publication of the bridge, before the broker gets it (also while the broker is away).
+    /// Instance mode: what the page shows of the other instances' devices, from the broker
+    /// (`mirrorSubscriptions`); only the hub takes it.
+    func mirror(topic: String, payload: [UInt8]) {
+        hub?.tee(topic: topic, payload: payload)
+    }
+
+    /// Instance mode, with the page on: the topics the page needs from every instance — every
+    /// device's retained documents and responses (a command from this page may be answered by
+    /// another instance) and the primary's bridge documents.
+    static func mirrorSubscriptions(_ c: BridgeConfiguration) -> [String] {
+        guard c.instance != nil, c.web.enabled else { return [] }
+        let base = c.mqtt.baseTopic
+        return ["availability", "info", "receiver", "media", "state", "members", "response"].map { "\(base)/+/\($0)" }
+            + ["\(base)/bridge/devices"]
+    }
+
+    /// True for a topic of `mirrorSubscriptions` (`<base>/<one level>/<leaf>`).
+    static func isMirrored(_ topic: String, base: String) -> Bool {
+        guard topic.hasPrefix(base), topic.utf8.dropFirst(base.utf8.count).first == UInt8(ascii: "/") else { return false }
+        let rest = topic.utf8.dropFirst(base.utf8.count + 1)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")), !rest[rest.index(after: slash)...].contains(UInt8(ascii: "/")) else {
+            return false
+        }
+        let leaf = String(decoding: rest[rest.index(after: slash)...], as: UTF8.self)
+        return ["availability", "info", "receiver", "media", "state", "members", "response", "devices"].contains(leaf)
+    }
+
     func tee(_ p: Publication) {
         hub?.tee(topic: p.topic, payload: p.payload)
         if p.topic.hasSuffix("/event"), let event = DeviceEvent(p.payload) {

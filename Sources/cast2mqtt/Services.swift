@@ -106,9 +106,20 @@ struct ConsumerService: Service {
         let ticker = coreLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             inputs.push(.bridge(.tick))
         }
-        await withTaskCancellationOrGracefulShutdownHandler {
-            _ = try? await drained.get()
-        } onCancelOrGracefulShutdown: {
+        let instanceMode = runtime.configuration.instance != nil
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                _ = try? await drained.get()
+            } onGracefulShutdown: {
+                // Instance mode, SIGTERM: the devices are handed over first (bounded); the
+                // consumer ends the queue when that is done.
+                if instanceMode {
+                    coreLoop.execute { consumer.value.beginHandover() }
+                } else {
+                    inputs.finish()
+                }
+            }
+        } onCancel: {
             inputs.finish()
         }
         ticker.cancel()

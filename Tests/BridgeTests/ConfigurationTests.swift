@@ -165,6 +165,27 @@ import Testing
         #expect(error("log:\n  level: chatty\n")?.path == "log.level")
     }
 
+    @Test func brokerListsAndWillDelay() throws {
+        let c = try ConfigurationLoader.load(yaml: "mqtt:\n  url: [mqtt://a:1883, mqtt://b:1884]\n  will_delay: 4\n")
+        #expect(c.mqtt.urls == ["mqtt://a:1883", "mqtt://b:1884"])
+        #expect(c.mqtt.url == "mqtt://a:1883")
+        #expect(c.mqtt.willDelay == 4)
+        #expect(try ConfigurationLoader.load(yaml: "").mqtt.willDelay == 10)
+        #expect(try ConfigurationLoader.load(yaml: "mqtt:\n  url: mqtt://one:1\n").mqtt.urls == ["mqtt://one:1"])
+        let env = try ConfigurationLoader.load(yaml: "", environment: ["CAST2MQTT_MQTT_URL": "mqtt://x:1, mqtt://y:2"])
+        #expect(env.mqtt.urls == ["mqtt://x:1", "mqtt://y:2"])
+        #expect(ConfigurationLoader.printable(c).contains("url: [\"mqtt://a:1883\", \"mqtt://b:1884\"]"))
+        #expect(ConfigurationLoader.printable(try ConfigurationLoader.load(yaml: "")).contains("url: \"mqtt://localhost:1883\""))
+        #expect(error("mqtt:\n  url: []\n")?.path == "mqtt.url")
+        #expect(error("mqtt:\n  url: [mqtt://a, 5]\n")?.path == "mqtt.url[1]")
+        #expect(error("mqtt:\n  url: [mqtt://a, http://b]\n")?.path == "mqtt.url[1]")
+        #expect(error("mqtt:\n  url: [mqtt://a, mqtts://b]\n")?.path == "mqtt.url[1]")
+        #expect(error("mqtt:\n  url: [mqtt://a, \"mqtt://u:p@b\"]\n")?.path == "mqtt.url[1]")
+        #expect(error("mqtt:\n  url: [supervisor, mqtt://b]\n")?.path == "mqtt.url[0]")
+        #expect(error("mqtt:\n  will_delay: -1\n")?.path == "mqtt.will_delay")
+        #expect(error("mqtt:\n  will_delay: 3601\n")?.path == "mqtt.will_delay")
+    }
+
     @Test func secretsMasked() throws {
         var c = try ConfigurationLoader.load(yaml: Self.full)
         c.mqtt.url = "mqtt://user:hunter2@broker:1883"

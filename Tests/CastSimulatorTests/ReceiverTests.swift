@@ -193,6 +193,29 @@ struct ReceiverTests {
         }
     }
 
+    @Test("counts the sender connections open at once and times their overlap")
+    func countsOpenConnectionsAndOverlap() async throws {
+        try await withSimulator([testDevice("TV")]) { sim in
+            let device = sim.devices[0]
+            try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { a in
+                try await a.connectAndSync()
+                #expect(device.counters.openConnections == 1)
+                let b = try await TestCastClient.connect(port: device.port, group: testGroup)
+                try await b.connectAndSync()
+                #expect(device.counters.openConnections == 2)
+                #expect(device.counters.maxOpenConnections == 2)
+                #expect(device.counters.longestOverlapMilliseconds == 0, "counted before the overlap ended")
+                // The overlap lasts at least this long (a bound from below, not a timing assertion).
+                try await Task.sleep(for: .milliseconds(50))
+                await b.close()
+                #expect(await waitUntil { device.counters.openConnections == 1 })
+                #expect(device.counters.longestOverlapMilliseconds >= 50)
+                #expect(device.counters.maxOpenConnections == 2)
+            }
+            #expect(await waitUntil { device.counters.openConnections == 0 })
+        }
+    }
+
     @Test("heartbeat: answers PING and pings on its own")
     func heartbeat() async throws {
         try await withSimulator([testDevice("TV", heartbeat: .milliseconds(100))]) { sim in

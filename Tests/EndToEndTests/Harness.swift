@@ -25,6 +25,18 @@ final class Observer: @unchecked Sendable {
 
     deinit { task?.cancel() }
 
+    /// A started MQTT client (a quiet logger, a clean session) subscribed to `topics`, and its observer.
+    static func started(url: String, topics: [String]) throws -> (MosquittoClient, Observer) {
+        var logger = Logger(label: "e2e.observer")
+        logger.logLevel = .warning
+        let client = try MosquittoClient(configuration: MQTTConfiguration(url: url, clientID: "e2e-observer-\(UUID().uuidString.prefix(6))",
+                                                                          cleanStart: true), logger: logger)
+        let observer = Observer(client)
+        for topic in topics { try client.subscribe(topic, qos: .atLeastOnce) }
+        try client.start()
+        return (client, observer)
+    }
+
     private func append(_ m: MQTTMessage) {
         lock.lock()
         all.append(m)
@@ -83,6 +95,7 @@ final class BridgeHarness: @unchecked Sendable {
     ///   - supportedMediaCommands: the `supportedMediaCommands` of a device's media, by name.
     ///   - requestTimeout: `cast.request_timeout` (seconds).
     ///   - heartbeatTimeout: `cast.heartbeat_timeout` (seconds).
+    ///   - moreBrokers: further broker URLs after the harness's own (`mqtt.url` as a list).
     ///   - deviceAuth: `cast.device_auth` (`off` here unless a test is about it, so that the other
     ///     tests' message counts and timings stay as they were); when not `off`, the simulator's
     ///     test root is trusted (`cast.device_auth_roots`).
@@ -91,7 +104,7 @@ final class BridgeHarness: @unchecked Sendable {
          broker brokerOptions: MosquittoBroker.Options = MosquittoBroker.Options(),
          prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery customDiscovery: String? = nil,
          supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3,
-         deviceAuth: String = "off", staticExtra: [String: String] = [:]) async throws {
+         deviceAuth: String = "off", staticExtra: [String: String] = [:], moreBrokers: [String] = []) async throws {
         self.environment = environment
         broker = try MosquittoBroker(brokerOptions)
         simulator = CastSimulator(group: BridgeHarness.group)
@@ -108,15 +121,7 @@ final class BridgeHarness: @unchecked Sendable {
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-e2e-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "e2e.observer")
-        logger.logLevel = .warning
-        client = try MosquittoClient(configuration: MQTTConfiguration(url: broker.url, clientID: "e2e-observer-\(UUID().uuidString.prefix(6))",
-                                                                      cleanStart: true), logger: logger)
-        observer = Observer(client)
-        try client.subscribe("cast2mqtt/#", qos: .atLeastOnce)
-        try client.subscribe("homeassistant/#", qos: .atLeastOnce)
-        try client.subscribe("e2e/#", qos: .atLeastOnce)
-        try client.start()
+        (client, observer) = try Observer.started(url: broker.url, topics: ["cast2mqtt/#", "homeassistant/#", "e2e/#"])
         let discovery = customDiscovery ?? mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
           mdns: false
           devices:
@@ -133,7 +138,7 @@ final class BridgeHarness: @unchecked Sendable {
         }
         let config = """
         mqtt:
-          url: \(broker.url)
+          url: \(moreBrokers.isEmpty ? broker.url : "[" + ([broker.url] + moreBrokers).joined(separator: ", ") + "]")
           client_id: cast2mqtt-e2e
         discovery:
         \(discovery)
@@ -262,12 +267,12 @@ func withBridge(devices: [String] = ["Living Room TV", "Kitchen"], mdnsName: Str
                 broker: MosquittoBroker.Options = MosquittoBroker.Options(),
                 prepare: ((CastSimulator) async throws -> [SimulatedDevice])? = nil, discovery: String? = nil,
                 supportedMediaCommands: [String: Int] = [:], requestTimeout: Double = 5, heartbeatTimeout: Double = 3,
-                deviceAuth: String = "off", staticExtra: [String: String] = [:],
+                deviceAuth: String = "off", staticExtra: [String: String] = [:], moreBrokers: [String] = [],
                 _ body: (BridgeHarness) async throws -> Void) async throws {
     try await withClosing(try await BridgeHarness(devices: devices, mdnsName: mdnsName, topics: topics, environment: environment,
                                                   broker: broker, prepare: prepare, discovery: discovery,
                                                   supportedMediaCommands: supportedMediaCommands, requestTimeout: requestTimeout,
                                                   heartbeatTimeout: heartbeatTimeout, deviceAuth: deviceAuth,
-                                                  staticExtra: staticExtra),
+                                                  staticExtra: staticExtra, moreBrokers: moreBrokers),
                           close: { await $0.close() }, body)
 }

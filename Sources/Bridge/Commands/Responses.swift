@@ -14,7 +14,9 @@ enum CommandResponses {
             body["data"] = data
         case .failure(let error):
             body["status"] = .string("error")
-            body["error"] = .object(["code": .string(error.code.rawValue), "message": .string(error.message)])
+            var fields: [String: JSONValue] = ["code": .string(error.code.rawValue), "message": .string(error.message)]
+            if let retry = error.retryAfter { fields["retry_after"] = .number(retry) }
+            body["error"] = .object(fields)
         }
         return .object(body)
     }

@@ -26,6 +26,10 @@ extension ConfigurationLoader {
                 case "false", "0", "no", "off": value = .bool(false)
                 default: throw fail("true or false")
                 }
+            case .urls:
+                // One URL, or several separated by commas (a URL has none).
+                let urls = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                value = urls.count == 1 ? .string(urls[0]) : .list(urls)
             case .list:
                 value = .list(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
             case .map:

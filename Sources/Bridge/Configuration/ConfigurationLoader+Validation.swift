@@ -7,16 +7,13 @@ extension ConfigurationLoader {
         func check(_ ok: Bool, _ path: String, _ message: String) throws {
             if !ok { throw ConfigurationError(path: path, message: message) }
         }
-        try check(c.mqtt.url.hasPrefix("mqtt://") || c.mqtt.url.hasPrefix("mqtts://") || c.mqtt.url == Supervisor.brokerFromSupervisor,
-                  "mqtt.url", "must start with mqtt:// or mqtts:// (or be supervisor, in the Home Assistant add-on)")
-        // The MQTT layer refuses user info in the URL; saying so here makes `check-config` fail too.
-        try check(!c.mqtt.url.dropFirst(c.mqtt.url.hasPrefix("mqtts://") ? 8 : 7).contains("@"), "mqtt.url",
-                  "must not carry credentials (set mqtt.username and mqtt.password)")
+        try validateBrokerURLs(c.mqtt.urls)
         try check(isTopicPrefix(c.mqtt.baseTopic), "mqtt.base_topic", Self.topicPrefixRule)
         try check(!c.mqtt.clientID.isEmpty, "mqtt.client_id", "must not be empty")
         try check(["5", "3.1.1", "5.0"].contains(c.mqtt.protocolVersion), "mqtt.protocol", "must be 5 or \"3.1.1\"")
         try check((0...2).contains(c.mqtt.qos), "mqtt.qos", "must be 0, 1 or 2")
         try check((5...65535).contains(c.mqtt.keepalive), "mqtt.keepalive", "must be 5-65535 seconds")
+        try check((0...3600).contains(c.mqtt.willDelay), "mqtt.will_delay", "must be 0-3600 seconds")
         try check((256...268_435_455).contains(c.mqtt.maxPayload), "mqtt.max_payload", "must be 256-268435455 bytes")
         // Times in seconds: every timer has a range that makes sense for a LAN device, and
         // none can be so large that converting it to a timer would overflow.
@@ -54,6 +51,30 @@ extension ConfigurationLoader {
         }
         try check(["text", "json"].contains(c.log.format), "log.format", "must be text or json")
         try validateWeb(c.web)
+        try validateInstances(c)
+    }
+
+    /// `mqtt.url`: one URL or a list of up to 16, each `mqtt://` or `mqtts://` without credentials,
+    /// all of one kind (they share the TLS settings); `supervisor` only alone.
+    static func validateBrokerURLs(_ urls: [String]) throws {
+        func check(_ ok: Bool, _ path: String, _ message: String) throws {
+            if !ok { throw ConfigurationError(path: path, message: message) }
+        }
+        try check((1...16).contains(urls.count), "mqtt.url", "must name 1-16 brokers")
+        for (n, url) in urls.enumerated() {
+            let path = urls.count == 1 ? "mqtt.url" : "mqtt.url[\(n)]"
+            if url == Supervisor.brokerFromSupervisor {
+                try check(urls.count == 1, path, "supervisor cannot be part of a list of brokers")
+                continue
+            }
+            try check(url.hasPrefix("mqtt://") || url.hasPrefix("mqtts://"), path,
+                      "must start with mqtt:// or mqtts:// (or be supervisor, in the Home Assistant add-on)")
+            // The MQTT layer refuses user info in the URL; saying so here makes `check-config` fail too.
+            try check(!url.dropFirst(url.hasPrefix("mqtts://") ? 8 : 7).contains("@"), path,
+                      "must not carry credentials (set mqtt.username and mqtt.password)")
+            try check(url.hasPrefix("mqtts://") == urls[0].hasPrefix("mqtts://"), path,
+                      "the brokers must be all mqtt:// or all mqtts:// (they share the TLS settings)")
+        }
     }
 
     /// The `web` section: an address that parses, and a token for anything but loopback (checked

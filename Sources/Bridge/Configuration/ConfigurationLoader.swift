@@ -5,7 +5,8 @@ import Yams
 /// listed once in `keys`; unknown keys and wrong types are errors naming the key's path.
 public enum ConfigurationLoader {
     /// `word`: any scalar's text (`off` unquoted is a word here, not YAML 1.1's false).
-    enum Kind { case string, optionalString, int, double, bool, list, map, protocolVersion, word }
+    /// `urls`: one string or a non-empty list of strings (`mqtt.url`).
+    enum Kind { case string, optionalString, int, double, bool, list, map, protocolVersion, word, urls }
     enum Value { case string(String), null, int(Int), double(Double), bool(Bool), list([String]), map([String: String]) }
 
     struct Key {
@@ -38,7 +39,8 @@ public enum ConfigurationLoader {
 
     static var keys: [Key] {
         [
-            Key(path: "mqtt.url", kind: .string, set: { $0.mqtt.url = s($1) ?? "" }, get: { show(maskURL($0.mqtt.url)) }),
+            Key(path: "mqtt.url", kind: .urls, set: { $0.mqtt.urls = s($1).map { [$0] } ?? l($1) },
+                get: { $0.mqtt.urls.count == 1 ? show(maskURL($0.mqtt.url)) : show($0.mqtt.urls.map(maskURL)) }),
             Key(path: "mqtt.base_topic", kind: .string, set: { $0.mqtt.baseTopic = s($1) ?? "" }, get: { show($0.mqtt.baseTopic) }),
             Key(path: "mqtt.client_id", kind: .string, set: { $0.mqtt.clientID = s($1) ?? "" }, get: { show($0.mqtt.clientID) }),
             Key(path: "mqtt.username", kind: .optionalString, set: { $0.mqtt.username = s($1) }, get: { show($0.mqtt.username) }),
@@ -52,6 +54,7 @@ public enum ConfigurationLoader {
             Key(path: "mqtt.protocol", kind: .protocolVersion, set: { $0.mqtt.protocolVersion = s($1) ?? "5" }, get: { show($0.mqtt.protocolVersion) }),
             Key(path: "mqtt.qos", kind: .int, set: { $0.mqtt.qos = i($1) }, get: { "\($0.mqtt.qos)" }),
             Key(path: "mqtt.keepalive", kind: .int, set: { $0.mqtt.keepalive = i($1) }, get: { "\($0.mqtt.keepalive)" }),
+            Key(path: "mqtt.will_delay", kind: .int, set: { $0.mqtt.willDelay = i($1) }, get: { "\($0.mqtt.willDelay)" }),
             Key(path: "mqtt.max_payload", kind: .int, set: { $0.mqtt.maxPayload = i($1) }, get: { "\($0.mqtt.maxPayload)" }),
             Key(path: "discovery.mdns", kind: .bool, set: { $0.discovery.mdns = b($1) }, get: { "\($0.discovery.mdns)" }),
             Key(path: "discovery.interfaces", kind: .list, set: { $0.discovery.interfaces = l($1) }, get: { show($0.discovery.interfaces) }),
@@ -73,6 +76,8 @@ public enum ConfigurationLoader {
                 get: { show($0.homeassistant.discoveryPrefix) }),
             Key(path: "homeassistant.discovery", kind: .string, set: { $0.homeassistant.discovery = s($1) ?? "" },
                 get: { show($0.homeassistant.discovery) }),
+            Key(path: "instance", kind: .optionalString, set: { $0.instance = s($1) }, get: { show($0.instance) }),
+            Key(path: "primary", kind: .optionalString, set: { $0.primary = s($1) }, get: { show($0.primary) }),
             Key(path: "state_dir", kind: .string, set: { $0.stateDir = s($1) ?? "" }, get: { show($0.stateDir) }),
             Key(path: "log.level", kind: .string, set: { $0.log.level = s($1) ?? "" }, get: { show($0.log.level) }),
             Key(path: "log.levels", kind: .map, set: { $0.log.levels = m($1) }, get: { show($0.log.levels) }),
@@ -110,6 +115,7 @@ public enum ConfigurationLoader {
             try apply(mapping: mapping, prefix: "", to: &config)
         }
         try applyEnvironment(environment, to: &config)
+        resolveInstance(&config, hostName: environment["CAST2MQTT_HOSTNAME"] ?? ProcessInfo.processInfo.hostName)
         try validate(config)
         return config
     }
@@ -150,6 +156,10 @@ public enum ConfigurationLoader {
             } else {
                 lines.append("  " + parts.dropFirst().joined(separator: ".") + ": " + key.get(config))
             }
+            if key.path == "primary" {
+                lines.append("prefer:" + (config.prefer.isEmpty ? " {}" : ""))
+                for (device, names) in config.prefer.sorted(by: { $0.key < $1.key }) { lines.append("  \(show(device)): \(show(names))") }
+            }
             if key.path == "discovery.mdns" {
                 lines.append("  devices:" + (config.discovery.devices.isEmpty ? " []" : ""))
                 for dev in config.discovery.devices {
@@ -184,6 +194,8 @@ public enum ConfigurationLoader {
                 try apply(mapping: sub, prefix: path, to: &config)
             } else if path == "discovery.devices" {
                 config.discovery.devices = try staticDevices(valueNode, path: path)
+            } else if path == "prefer" {
+                config.prefer = try preferences(valueNode, path: path)
             } else if let key = table[path] {
                 key.set(&config, try value(of: valueNode, kind: key.kind, path: path))
             } else {
@@ -225,6 +237,17 @@ public enum ConfigurationLoader {
             if tag == .null { return .null }
             guard node.scalar != nil, tag == .str, let v = node.string else { throw fail("a string or null") }
             return .string(v)
+        case .urls:
+            if node.scalar != nil, tag == .str, let v = node.string { return .string(v) }
+            guard let seq = node.sequence, !seq.isEmpty else { throw fail("a broker URL or a list of them") }
+            var out: [String] = []
+            for (n, item) in seq.enumerated() {
+                guard item.scalar != nil, item.tagName == .str, let text = item.string else {
+                    throw ConfigurationError(path: "\(path)[\(n)]", message: "expected a broker URL, got \(describe(item))")
+                }
+                out.append(text)
+            }
+            return .list(out)
         case .protocolVersion:
             guard let text = node.scalar?.string else { throw fail("5 or \"3.1.1\"") }
             return .string(text)

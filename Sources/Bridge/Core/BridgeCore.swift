@@ -40,6 +40,13 @@ public struct BridgeCore: Sendable {
     var logging: LogLevels
     /// What `health_check` reports besides the devices.
     var health = HealthCounters()
+    /// Instance mode (mqtt-api.md §10; Instances/ and Core/InstanceInputs.swift); nil in single
+    /// mode, where every instance branch is one test of this value.
+    var instances: InstanceState?
+
+    /// The broker the MQTT side is connected to (`mqtt://host:port`, from `mqtt.url`'s list),
+    /// set before each `.mqttConnected`; `bridge/info` names it as `broker`.
+    public var broker: String?
 
     /// Inputs the I/O side dropped or coalesced under load (reported by `health_check`).
     public var inputOverload: [String: Int] {
@@ -58,6 +65,12 @@ public struct BridgeCore: Sendable {
         self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
         self.logging = LogLevels(configuration.log)
         self.homeAssistant = HomeAssistantDiscovery(configuration: configuration, topics: topics)
+        if let me = configuration.instance {
+            instances = InstanceState(
+                ownership: Ownership(me: me, base: configuration.mqtt.baseTopic, version: configuration.version, started: startedAt,
+                                     willDelay: InstanceWill.delay(configuration), primary: configuration.primary),
+                prefer: configuration.prefer)
+        }
     }
 
     // MARK: - State the daemon saves, restores and reads
@@ -104,15 +117,23 @@ public struct BridgeCore: Sendable {
     public static var maxWaitingCommands: Int { WorkScheduler.maxWaitingCommands }
 
     /// Topic filters the MQTT side subscribes to (after every connect).
-    public var subscriptions: [String] { topics.subscriptions(homeAssistant: configuration.homeassistant.enabled) }
+    public var subscriptions: [String] {
+        topics.subscriptions(homeAssistant: configuration.homeassistant.enabled) + (instances?.ownership.subscriptions ?? [])
+    }
 
-    /// The retained `offline` the MQTT side sets as its last will on `bridge/state`.
-    public var lastWill: Publication { Publication(topic: topics.bridgeState, text: "offline", retain: true) }
+    /// The last will: the retained `offline` on `bridge/state`; in instance mode the empty
+    /// retained payload that clears this instance's document (`bridge/state` keeps no will then).
+    public var lastWill: Publication {
+        if let instances { return Publication(topic: instances.ownership.documentTopic, payload: [], retain: true) }
+        return Publication(topic: topics.bridgeState, text: "offline", retain: true)
+    }
 
     public mutating func handle(_ input: BridgeInput, now: Date) -> BridgeOutput {
         var out = BridgeOutput()
         switch input {
         case .mqttConnected: mqttConnected(now: now, &out)
+        case .mqttMessage(let topic, let payload, _, _) where instances != nil && instanceMessage(topic, payload, now: now, &out):
+            break
         case .mqttMessage(let topic, let payload, let responseTopic, let correlation):
             mqttMessage(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlation, now: now, &out)
         case .mqttOverloaded(let topic, let payload, let responseTopic, let correlation):
@@ -124,7 +145,10 @@ public struct BridgeCore: Sendable {
         case .operationCompleted(_, let token, let result): operationCompleted(token, result, now: now, &out)
         case .tick: tick(now: now, &out)
         case .homeAssistantOnline: republishDiscovery(&out)
+        case .instanceStop: instanceStop(now: now, &out)
+        case .instanceResumed(let gap): instanceResumed(gap: gap, now: now, &out)
         }
+        if instances != nil { instanceAfter(input, now: now, &out) }
         return out
     }
 
@@ -141,7 +165,11 @@ public struct BridgeCore: Sendable {
         for id in registry.ids {
             publisher.publishText(topics.availability(registry.topicName(id)), "offline", &out)
         }
-        out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
+        // In instance mode `bridge/state` goes offline only with the last live instance.
+        if instances.map({ i in i.ownership.live.allSatisfy { $0 == i.ownership.me } }) ?? true {
+            out.publish(Publication(topic: topics.bridgeState, text: "offline", retain: true))
+        }
+        if instances != nil { gate(&out) }
         return out
     }
 
@@ -160,10 +188,12 @@ public struct BridgeCore: Sendable {
         apply(announcements.tick(now: now, devices: registry), now: now, &out)
         apply(groups.expireHolds(now: now, in: registry), now: now, &out)
         republishPositions(now: now, &out)
+        if instances != nil { instanceTick(now: now, &out) }
     }
 
     /// After every broker (re)connect: bridge state online first, then every retained topic.
     mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
+        if instances != nil { instanceConnected(now: now, &out) }
         health.mqttConnects += 1
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
         publisher.record(topics.bridgeState, text: "online")

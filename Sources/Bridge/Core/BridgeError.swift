@@ -8,10 +8,14 @@ import CastProtocol
 public struct BridgeError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: ErrorCode
     public var message: String
+    /// Seconds after which a retry may succeed (`error.retry_after`; a `busy` while a device
+    /// changes hands between instances, mqtt-api.md §10).
+    public var retryAfter: Double?
 
-    public init(_ code: ErrorCode, _ message: String) {
+    public init(_ code: ErrorCode, _ message: String, retryAfter: Double? = nil) {
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

@@ -6,7 +6,7 @@ extension BridgeCore {
     mutating func bridgeRequest(_ request: BridgeRequest, _ ctx: CommandContext, now: Date, _ out: inout BridgeOutput) {
         switch request {
         case .devices:
-            respond(ctx, .success(Documents.devicesDocument(registry)), &out)
+            respond(ctx, .success(devicesDocument), &out)
         case .healthCheck:
             var overload = health.inputOverload.mapValues { JSONValue.number(Double($0)) }
             overload["busy_commands"] = .int(scheduler.busyRejections + health.mqttBusyRejections)

@@ -87,6 +87,12 @@ public enum BridgeInput: Sendable {
     case tick
     /// `online` arrived on `<discovery_prefix>/status` (also reachable through `.mqttMessage`).
     case homeAssistantOnline
+    /// Instance mode (mqtt-api.md §10), SIGTERM: say `stopping` and hand the devices over
+    /// (`BridgeOutput.handedOver` says when that is done).
+    case instanceStop
+    /// Instance mode: the process was frozen for `gap` seconds (a monotonic-clock gap longer than
+    /// the MQTT keepalive): hold every device until its claim is confirmed again.
+    case instanceResumed(gap: Double)
 }
 
 /// What an operation answered with, beyond success. Device state is not here: the statuses that
@@ -260,6 +266,12 @@ public struct BridgeOutput: Sendable {
     public var homeAssistantLogs: [String] = []
     /// The log levels changed (`bridge/request/log_level`, a traced device became known): apply them.
     public var logLevels: LogLevels?
+    /// Instance mode: devices this instance now owns (start their Cast clients) and devices it
+    /// lost (close their clients politely, without stopping the app: the new owner joins it).
+    public var connect: [DeviceID] = []
+    public var release: [DeviceID] = []
+    /// Instance mode, after `.instanceStop`: every device is handed over (or nobody can take it).
+    public var handedOver = false
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -281,5 +293,8 @@ public struct BridgeOutput: Sendable {
         outcomes += other.outcomes
         homeAssistantLogs += other.homeAssistantLogs
         logLevels = other.logLevels ?? logLevels
+        connect += other.connect
+        release += other.release
+        handedOver = handedOver || other.handedOver
     }
 }

@@ -66,7 +66,13 @@ extension BridgeCore {
 
     mutating func publishInfo(_ id: DeviceID, _ out: inout BridgeOutput) {
         guard let device = registry[id] else { return }
-        publisher.publish(topics.info(device.topic), groups.infoDocument(device, in: registry), &out)
+        var doc = groups.infoDocument(device, in: registry)
+        // Instance mode: `owner` names the instance that publishes it (only the owner does).
+        if let me = instances?.ownership.me, case .object(var o) = doc {
+            o["owner"] = .string(me)
+            doc = .object(o)
+        }
+        publisher.publish(topics.info(device.topic), doc, &out)
     }
 
     /// receiver, media and state documents (change-only; `updated_at` is not content): its own
@@ -127,14 +133,22 @@ extension BridgeCore {
 
     // MARK: - The bridge's topics
 
+    /// `bridge/devices` (and the `devices` request's answer); with owners in instance mode.
+    var devicesDocument: JSONValue {
+        let doc = Documents.devicesDocument(registry)
+        return instances == nil ? doc : instanceDevicesDocument(doc)
+    }
+
     /// The device list or counts changed: publish `bridge/info` and `bridge/devices` now, or, when
     /// they went out less than a second ago, on the next tick.
     mutating func bridgeTopicsChanged(now: Date, force: Bool = false, _ out: inout BridgeOutput) {
         guard publisher.bridgeTopicsDue(now: now, force: force) else { return }
-        publisher.publish(topics.bridgeInfo, .object([
+        var info: [String: JSONValue] = [
             "version": .string(configuration.version), "started_at": .time(startedAt),
             "base_topic": .string(configuration.mqtt.baseTopic), "devices": .int(registry.count), "online": .int(registry.onlineCount),
-        ]), &out)
-        publisher.publish(topics.bridgeDevices, Documents.devicesDocument(registry), &out)
+        ]
+        if let broker { info["broker"] = .string(broker) }
+        publisher.publish(topics.bridgeInfo, .object(info), &out)
+        publisher.publish(topics.bridgeDevices, devicesDocument, &out)
     }
 }

@@ -21,6 +21,8 @@ extension BridgeCore {
                 republishDiscovery(&out)
             }
         case .bridgeRequest(let name):
+            // In instance mode the primary answers the bridge requests.
+            if let instances, !instances.primary { return }
             var ctx = context(name, default: topics.bridgeResponse(name))
             switch parser.parseBridgeRequest(name: name, payload: payload) {
             case .failure(let f):
@@ -31,6 +33,8 @@ extension BridgeCore {
                 bridgeRequest(request, ctx, now: now, &out)
             }
         case .deviceCommand(let dev, let name):
+            if instances != nil, !instanceAdmits(dev, topic: topic, payload: payload, responseTopic: responseTopic,
+                                                 correlationData: correlationData, now: now, &out) { return }
             let held = StartupHold.Held(device: dev, topic: topic, payload: payload, responseTopic: responseTopic,
                                         correlationData: correlationData)
             let everOnline = registry.device(topic: dev).flatMap { registry[$0]?.everOnline } ?? false
@@ -50,6 +54,8 @@ extension BridgeCore {
                 runCommand(command.command, deviceTopic: dev, ctx, now: now, &out)
             }
         case .deviceSend(let dev, let namespace):
+            if instances != nil, !instanceAdmits(dev, topic: topic, payload: payload, responseTopic: responseTopic,
+                                                 correlationData: correlationData, now: now, &out) { return }
             let ctx = context("send", default: topics.response(dev))
             switch parser.parseSend(namespace: namespace, payload: payload) {
             case .failure(let f): respond(ctx, .failure(f.error), &out)

@@ -175,9 +175,31 @@ struct HomeAssistantDiscovery: Sendable {
     /// The bridge's own Home Assistant device: `cast2mqtt_bridge`, or with a base topic other
     /// than the default `cast2mqtt_bridge_<slug of the base topic>`, so that two bridges on one
     /// Home Assistant are two devices.
+    ///
+    /// In instance mode (mqtt-api.md §10) the bridge device is one per instance:
+    /// `cast2mqtt_bridge[_<slug of the base topic>]_<instance>`, named after the instance; each
+    /// Cast device names its owner's in `via_device`.
     var bridgeNode: String {
         let base = configuration.mqtt.baseTopic
-        return base == "cast2mqtt" ? "cast2mqtt_bridge" : "cast2mqtt_bridge_" + TopicNameRegistry.slug(base)
+        let node = base == "cast2mqtt" ? "cast2mqtt_bridge" : "cast2mqtt_bridge_" + TopicNameRegistry.slug(base)
+        return configuration.instance.map { node + "_" + $0 } ?? node
+    }
+
+    /// The bridge's entities; in instance mode its connection follows the instance's own
+    /// document (`online` while it is there and says so; its will clears it).
+    var bridgeEntities: [HAEntity] {
+        guard let instance = configuration.instance else { return Self.haBridgeEntities }
+        let document = "\(configuration.mqtt.baseTopic)/bridge/instances/\(instance)"
+        return Self.haBridgeEntities.map { entity in
+            guard entity.object == "connection" else { return entity }
+            var connection = entity
+            connection.fields = { _, _ in
+                ["state_topic": .string(document), "payload_on": .string("online"), "payload_off": .string("offline"),
+                 "value_template": .string("{{ 'online' if value_json is mapping and value_json.get('state') == 'online' else 'offline' }}"),
+                 "device_class": .string("connectivity"), "entity_category": .string("diagnostic")]
+            }
+            return connection
+        }
     }
 
     static func node(_ id: DeviceID) -> String { "cast2mqtt_\(id)" }
@@ -202,7 +224,8 @@ struct HomeAssistantDiscovery: Sendable {
     var haBridgeDeviceBlock: JSONValue {
         .object([
             "identifiers": .array([.string(bridgeNode)]),
-            "name": .string(configuration.mqtt.baseTopic == "cast2mqtt" ? "cast2mqtt" : "cast2mqtt (\(configuration.mqtt.baseTopic))"),
+            "name": .string((configuration.mqtt.baseTopic == "cast2mqtt" ? "cast2mqtt" : "cast2mqtt (\(configuration.mqtt.baseTopic))")
+                + (configuration.instance.map { " \($0)" } ?? "")),
             "manufacturer": .string("cast2mqtt"),
             "model": .string("Cast to MQTT bridge"),
             "sw_version": .string(configuration.version),
@@ -292,7 +315,7 @@ struct HomeAssistantDiscovery: Sendable {
     var bridgeConfigs: [(String, JSONValue)] {
         let availability = bridgeAvailability
         return nodeConfigs(node: bridgeNode, topicName: "bridge", entityPrefix: bridgeNode,
-                           entities: Self.haBridgeEntities, device: haBridgeDeviceBlock,
+                           entities: bridgeEntities, device: haBridgeDeviceBlock,
                            availability: { $0.available ? availability : nil })
     }
 

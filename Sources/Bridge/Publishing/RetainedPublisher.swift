@@ -54,6 +54,12 @@ struct RetainedPublisher: Sendable {
         retained[topic] = (Array(text.utf8).hashValue, Array(text.utf8))
     }
 
+    /// Forgets what was published on `topics` (nothing is sent): the next publish of each goes
+    /// out whatever its content (instance mode: a device that comes back to this instance).
+    mutating func unrecord(_ topics: [String]) {
+        for topic in topics { retained.removeValue(forKey: topic) }
+    }
+
     /// Clears a retained topic (empty retained payload).
     mutating func clear(_ topic: String, _ out: inout BridgeOutput) {
         retained.removeValue(forKey: topic)

@@ -52,6 +52,8 @@ export function extras(dev) {
   const media = typeof dev.media === "object" && dev.media ? dev.media : {};
   if (typeof media.playing_in === "string") parts.push(`Playing in ${media.playing_in}`);
   if (Array.isArray(dev.members) && dev.members.length) parts.push(`Group of ${dev.members.map((m) => m?.name || m?.topic || "?").join(", ")}`);
+  // Several bridge instances: the one that owns the device.
+  if (typeof dev.info?.owner === "string") parts.push(`Bridge: ${dev.info.owner}`);
   const tracks = Array.isArray(media.tracks) ? media.tracks : [];
   const active = new Set(Array.isArray(media.active_tracks) ? media.active_tracks : []);
   const subtitle = tracks.find((t) => t?.type === "text" && active.has(t.id));

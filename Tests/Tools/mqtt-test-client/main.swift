@@ -1,6 +1,6 @@
 // A minimal MQTT client process for tests that need our client in another process (the last-will
 // test kills it with SIGKILL). Usage:
-//   mqtt-test-client <url> <client-id> <will-topic> <will-payload>
+//   mqtt-test-client <url> <client-id> <will-topic> <will-payload> [<will-delay-seconds>]
 // Prints "connected" once the broker accepted the connection, then idles (at most 120 s in all).
 import Logging
 import MQTT
@@ -10,13 +10,14 @@ import Glibc
 #endif
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5 else {
-    print("usage: mqtt-test-client <url> <client-id> <will-topic> <will-payload>")
+guard arguments.count == 5 || (arguments.count == 6 && UInt32(arguments[5]) != nil) else {
+    print("usage: mqtt-test-client <url> <client-id> <will-topic> <will-payload> [<will-delay-seconds>]")
     exit(2)
 }
 let configuration = MQTTConfiguration(
     url: arguments[1], clientID: arguments[2],
-    will: MQTTMessage(topic: arguments[3], string: arguments[4], qos: .atLeastOnce, retain: true))
+    will: MQTTMessage(topic: arguments[3], string: arguments[4], qos: .atLeastOnce, retain: true),
+    willDelay: arguments.count == 6 ? UInt32(arguments[5]) : nil)
 let client = try MosquittoClient(configuration: configuration, logger: Logger(label: "mqtt-test-client"))
 try client.start()
 let clock = ContinuousClock()

@@ -1,0 +1,224 @@
+import CastProtocol
+import CastSimulator
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+/// Several bridge processes on one base topic (mqtt-api.md §10): one broker, simulated devices
+/// every instance reaches, three `cast2mqtt run` with `instance: a|b|c`.
+final class InstancesHarness: @unchecked Sendable {
+    let broker: MosquittoBroker
+    let simulator: CastSimulator
+    let devices: [SimulatedDevice]
+    let directory: String
+    let client: MosquittoClient
+    let observer: Observer
+    private(set) var daemons: [String: ManagedProcess] = [:]
+
+    init(devices count: Int, instances: [String]) async throws {
+        broker = try MosquittoBroker(MosquittoBroker.Options())
+        simulator = CastSimulator(group: BridgeHarness.group)
+        var devices: [SimulatedDevice] = []
+        for n in 0..<count {
+            devices.append(try await simulator.addDevice(SimulatedDeviceConfiguration(name: "Device \(n)", launchLatency: .milliseconds(50),
+                                                                                        replyLatency: .milliseconds(1))))
+        }
+        self.devices = devices
+        directory = NSTemporaryDirectory() + "cast2mqtt-inst-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        (client, observer) = try Observer.started(url: broker.url, topics: ["cast2mqtt/#"])
+        for name in instances { try start(name) }
+    }
+
+    func start(_ name: String) throws {
+        let config = """
+        instance: \(name)
+        mqtt:
+          url: \(broker.url)
+          keepalive: 5
+          will_delay: 2
+        discovery:
+          mdns: false
+          devices:
+        \(devices.map { "    - {host: 127.0.0.1, port: \($0.port), name: \"\($0.name)\", id: \($0.id)}" }.joined(separator: "\n"))
+        cast:
+          heartbeat_interval: 1
+          heartbeat_timeout: 3
+          request_timeout: 5
+          reconnect: {initial: 0.2, max: 2}
+          device_auth: "off"
+        homeassistant:
+          enabled: false
+        state_dir: \(directory)/\(name)
+        log:
+          level: debug
+        web:
+          enabled: false
+        """
+        let path = "\(directory)/\(name).yaml"
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        daemons[name] = try ManagedProcess(try builtExecutable("cast2mqtt"), ["run", "--config", path],
+                                           environment: noBacktrace, logName: "cast2mqtt-inst-\(name)")
+    }
+
+    var logs: String { daemons.sorted { $0.key < $1.key }.map { "== \($0.key)\n\($0.value.output.suffix(3000))" }.joined(separator: "\n") }
+
+    func claim(_ device: SimulatedDevice) -> (owner: String, epoch: Int)? {
+        guard let doc = observer.lastJSON("cast2mqtt/bridge/claims/\(device.id)"), let owner = doc["owner"]?.stringValue,
+              case .number(let epoch)? = doc["epoch"] else { return nil }
+        return (owner, Int(epoch))
+    }
+
+    func slug(_ device: SimulatedDevice) -> String { device.name.lowercased().replacingOccurrences(of: " ", with: "_") }
+
+    /// Every device claimed, online, and connected to exactly once.
+    func waitSettled(timeout: Duration = .seconds(30)) async -> Bool {
+        await waitUntil(timeout: timeout) {
+            for device in self.devices {
+                guard self.claim(device) != nil, self.observer.last("cast2mqtt/\(self.slug(device))/availability") == "online" else { return false }
+            }
+            for device in self.devices {
+                guard (try? await device.state().connections) == 1 else { return false }
+            }
+            return true
+        }
+    }
+
+    func close() async {
+        for daemon in daemons.values { daemon.stop(grace: 8) }
+        await client.shutdown(finalMessage: nil)
+        await simulator.shutdown()
+        broker.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+@Suite(.serialized) struct InstanceEndToEndTests {
+    @Test func everyDeviceHasOneOwnerAndOneConnection() async throws {
+        try await withClosing(try await InstancesHarness(devices: 6, instances: ["a", "b", "c"]), close: { await $0.close() }) { h in
+            let settled = await h.waitSettled()
+            try #require(settled, "not settled; logs:\n\(h.logs)")
+            var owners: [String: Int] = [:]
+            for device in h.devices {
+                let claim = try #require(h.claim(device))
+                owners[claim.owner, default: 0] += 1
+                let info = h.observer.lastJSON("cast2mqtt/\(h.slug(device))/info")
+                #expect(info?["owner"] == .string(claim.owner))
+                // Only the owner ever published the device's topics.
+                #expect(h.observer.messages(on: "cast2mqtt/\(h.slug(device))/availability").allSatisfy { String(decoding: $0.payload, as: UTF8.self) == "online" })
+            }
+            #expect(owners.values.reduce(0, +) == 6)
+            // Every instance document is online and lists every device.
+            for name in ["a", "b", "c"] {
+                let doc = h.observer.lastJSON("cast2mqtt/bridge/instances/\(name)")
+                #expect(doc?["state"] == .string("online"))
+                #expect(doc?["devices"]?.arrayValue?.count == 6)
+            }
+            #expect(h.observer.last("cast2mqtt/bridge/state") == "online")
+            // The primary lists every device with its owner (paced: at most once a second).
+            let devices = await h.observer.waitJSON("cast2mqtt/bridge/devices") { doc in
+                doc.arrayValue?.count == 6 && doc.arrayValue?.allSatisfy { $0["owner"]?.stringValue != nil } == true
+            }
+            #expect(devices != nil, "\(String(describing: h.observer.lastJSON("cast2mqtt/bridge/devices")))")
+        }
+    }
+
+    /// SIGKILL of an owner: the kernel closes its socket, so the broker fires its will after the will
+    /// delay (2 s here; a frozen or unreachable one only after keepalive × 1.5 more); the will clears
+    /// its document and the others take its devices, connected and online again, within 5 s more.
+    @Test func sigkillHandsOverAfterTheWill() async throws {
+        try await withClosing(try await InstancesHarness(devices: 4, instances: ["a", "b"]), close: { await $0.close() }) { h in
+            let settled = await h.waitSettled()
+            try #require(settled, "not settled; logs:\n\(h.logs)")
+            let victim = try #require(h.claim(h.devices[0])).owner
+            let owned = h.devices.filter { h.claim($0)?.owner == victim }
+            var marks: [String: Int] = [:]
+            for d in owned { marks[d.id] = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").count }
+            let killed = ContinuousClock.now
+            h.daemons[victim]?.signal(SIGKILL)
+            let moved = await waitUntil(timeout: .seconds(40)) {
+                owned.allSatisfy { d in
+                    guard let claim = h.claim(d), claim.owner != victim else { return false }
+                    let seen = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability")
+                    return seen.count > (marks[d.id] ?? 0) && seen.last.map { String(decoding: $0.payload, as: UTF8.self) } == "online"
+                }
+            }
+            let handover = ContinuousClock.now - killed
+            try #require(moved, "not handed over; logs:\n\(h.logs)")
+            print("instances: SIGKILL handover of \(owned.count) devices took \(handover) (will delay 2 s)")
+            #expect(handover < .seconds(2 + 5 + 5), "target: will delay + 5 s (generous bound + 5 s): \(handover)")
+            // The broker's will cleared the dead instance's document.
+            #expect(h.observer.messages(on: "cast2mqtt/bridge/instances/\(victim)").last?.payload.isEmpty == true)
+            let single = await waitUntil(timeout: .seconds(15)) {
+                for d in h.devices { guard (try? await d.state().connections) == 1 else { return false } }
+                return true
+            }
+            #expect(single)
+        }
+    }
+
+    /// SIGTERM of an owner: its devices are owned, connected and online on another instance
+    /// within 5 s, the app session is joined (not relaunched), and a command sent right after
+    /// the signal is answered exactly once, never `device_offline`.
+    @Test func sigtermHandsOverAndACommandIsAnsweredOnce() async throws {
+        try await withClosing(try await InstancesHarness(devices: 4, instances: ["a", "b", "c"]), close: { await $0.close() }) { h in
+            let settled = await h.waitSettled()
+            try #require(settled, "not settled; logs:\n\(h.logs)")
+            let device = h.devices[0]
+            let slug = h.slug(device)
+            let before = try #require(h.claim(device))
+            // An app session to be joined by the next owner.
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/\(slug)/command/load",
+                                             payload: Array(#"{"id": "load-1", "url": "http://192.0.2.5/song.mp3"}"#.utf8), qos: .atLeastOnce))
+            let loaded = await h.observer.waitJSON("cast2mqtt/\(slug)/response") { $0["id"] == .string("load-1") }
+            #expect(loaded?["status"] == .string("ok"), "\(String(describing: loaded)); logs:\n\(h.logs)")
+            let session = h.observer.lastJSON("cast2mqtt/\(slug)/receiver")?["session_id"]
+            let launches = device.received(type: "LAUNCH").count
+            let owned = h.devices.filter { h.claim($0)?.owner == before.owner }
+
+            var marks: [String: Int] = [:]
+            for d in owned { marks[d.id] = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").count }
+            let signalled = ContinuousClock.now
+            h.daemons[before.owner]?.signal(SIGTERM)
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/\(slug)/command/volume",
+                                             payload: Array(#"{"id": "during-1", "level": 0.35}"#.utf8), qos: .atLeastOnce))
+            // Moved: claimed by another instance, which published the device `online` again once
+            // its own connection answered (the new owner publishes every retained topic fresh).
+            let moved = await waitUntil(timeout: .seconds(20)) {
+                owned.allSatisfy { d in
+                    guard let claim = h.claim(d), claim.owner != before.owner else { return false }
+                    let seen = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability")
+                    return seen.count > (marks[d.id] ?? 0) && seen.last.map { String(decoding: $0.payload, as: UTF8.self) } == "online"
+                }
+            }
+            let handover = ContinuousClock.now - signalled
+            try #require(moved, "not handed over; logs:\n\(h.logs)")
+            print("instances: SIGTERM handover of \(owned.count) devices took \(handover)")
+            #expect(handover < .seconds(10), "target 5 s (generous bound 10 s): \(handover)")
+            let after = try #require(h.claim(device))
+            #expect(after.epoch == before.epoch + 1)
+            // Exactly one answer to the command sent during the handover.
+            _ = await waitUntil(timeout: .seconds(15)) {
+                h.observer.messages(on: "cast2mqtt/\(slug)/response").contains { ($0.payload.count < 4096) && String(decoding: $0.payload, as: UTF8.self).contains("during-1") }
+            }
+            let answers = h.observer.messages(on: "cast2mqtt/\(slug)/response").filter { String(decoding: $0.payload, as: UTF8.self).contains("\"during-1\"") }
+            #expect(answers.count == 1, "answers: \(answers.map { String(decoding: $0.payload, as: UTF8.self) }); logs:\n\(h.logs)")
+            #expect(answers.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("device_offline") })
+            // The app session was joined, not relaunched.
+            let joined = await h.observer.waitJSON("cast2mqtt/\(slug)/receiver") { $0["session_id"] == session }
+            #expect(joined != nil)
+            #expect(device.received(type: "LAUNCH").count == launches)
+            // One connection per device again; the stopped instance cleared its document.
+            let single = await waitUntil(timeout: .seconds(15)) {
+                for d in h.devices { guard (try? await d.state().connections) == 1 else { return false } }
+                return true
+            }
+            #expect(single)
+            let cleared = await waitUntil(timeout: .seconds(15)) {
+                h.observer.messages(on: "cast2mqtt/bridge/instances/\(before.owner)").last?.payload.isEmpty == true
+            }
+            #expect(cleared, "logs:\n\(h.logs)")
+        }
+    }
+}
