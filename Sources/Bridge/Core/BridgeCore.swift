@@ -165,6 +165,7 @@ public struct BridgeCore: Sendable {
     /// After every broker (re)connect: bridge state online first, then every retained topic.
     mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
         health.mqttConnects += 1
+        publisher.brokerConnected()
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
         publisher.record(topics.bridgeState, text: "online")
         bridgeTopicsChanged(now: now, force: true, &out)
