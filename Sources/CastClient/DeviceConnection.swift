@@ -158,7 +158,10 @@ final class DeviceConnection {
 
     func tlsReady(channel: any Channel, generation: Int) {
         guard generation == self.generation else { return }
-        releaseGate()
+        // With device authentication the challenge's round trip is part of the connect (the
+        // device signs it: a fleet's worth at once is a storm of its own); the place is given
+        // back with its result.
+        if configuration.deviceAuth == .off { releaseGate() }
         self.channel = channel
         self.pendingChannel = nil
         run(machine.channelActive(now: clock.now, auth: authContext(channel)))
@@ -389,6 +392,7 @@ final class DeviceConnection {
         case .message(let message):
             dispatch(message)
         case .authentication(let result, let admitted):
+            releaseGate()
             logAuthentication(result, admitted: admitted)
             run(session.authenticated(result, admitted: admitted))
         }

@@ -8,7 +8,8 @@ import Synchronization
 /// commands to devices already online would wait behind them. The TCP connect itself is not
 /// gated (it costs nothing here, and a device that is switched off would hold a place for the
 /// whole connect timeout); the handshake starts when a place is free and gives it back when it
-/// ends, whichever way (done, failed, timed out, abandoned).
+/// ends, whichever way (done, failed, timed out, abandoned) — with device authentication, when
+/// the challenge is answered (or not), as the device signs it during the connect too.
 ///
 /// Waiters are served in order, each on its own event loop.
 public final class HandshakeGate: Sendable {

@@ -22,14 +22,18 @@ struct HandshakeGateTests {
         }
     }
 
-    @Test func atMostTheLimitInFlightAndEveryDeviceOnline() async throws {
+    /// With device authentication the place is held until the challenge is answered.
+    @Test(arguments: [DeviceAuthMode.off, .report])
+    func atMostTheLimitInFlightAndEveryDeviceOnline(auth: DeviceAuthMode) async throws {
         let simulator = CastSimulator(group: Harness.group)
         var ports: [Int] = []
         for i in 0..<12 {
             ports.append(try await simulator.addDevice(SimulatedDeviceConfiguration(name: "Gate \(i)")).port)
         }
         let gate = HandshakeGate(limit: 2)
-        let clients = try Self.clients(for: ports, gate: gate)
+        var configuration = CastConnectionConfiguration.fast
+        configuration.deviceAuth = auth
+        let clients = try Self.clients(for: ports, gate: gate, configuration: configuration)
         for (client, _) in clients { client.start() }
         var online = 0
         for (_, log) in clients {
