@@ -27,9 +27,11 @@ public final class CastDeviceClient: Sendable {
     ///   - onEvent: called on the device's loop for every event instead of `events`.
     ///   - deviceAuthTrust: the anchors device chains may end at when `configuration.deviceAuth`
     ///     is not `off` (the public Cast roots unless told otherwise).
+    ///   - handshakeGate: share one among many clients to bound their TLS handshakes in flight
+    ///     (a fleet starting at once); nil: no bound.
     public init(address: CastDeviceAddress, configuration: CastConnectionConfiguration = .init(), isGroup: Bool = false,
                 eventLoop: any EventLoop, logger: Logger, sslContext: NIOSSLContext? = nil,
-                deviceAuthTrust: DeviceAuthTrustStore = .castRoots,
+                handshakeGate: HandshakeGate? = nil, deviceAuthTrust: DeviceAuthTrustStore = .castRoots,
                 onEvent: (@Sendable (CastClientEvent) -> Void)? = nil) throws {
         let context = try sslContext ?? Self.makeTLSContext()
         let (stream, continuation) = AsyncStream.makeStream(of: CastClientEvent.self)
@@ -45,7 +47,7 @@ public final class CastDeviceClient: Sendable {
         self.eventLoop = eventLoop
         self.box = .makeBoxSendingValue(
             DeviceConnection(address: address, configuration: configuration, isGroup: isGroup, eventLoop: eventLoop,
-                             sslContext: context, deviceAuthTrust: deviceAuthTrust, logger: logger, emit: emit,
+                             sslContext: context, handshakeGate: handshakeGate, deviceAuthTrust: deviceAuthTrust, logger: logger, emit: emit,
                              finishEvents: { continuation.finish() }),
             eventLoop: eventLoop)
     }

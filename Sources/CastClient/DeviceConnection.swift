@@ -32,6 +32,10 @@ final class DeviceConnection {
     let eventLoop: any EventLoop
     let logger: Logger
     private let sslContext: NIOSSLContext
+    /// Bounds the TLS handshakes in flight across the fleet (nil: no bound).
+    private let handshakeGate: HandshakeGate?
+    /// This connection holds a place of `handshakeGate` (its handshake is under way).
+    private var holdsGate = false
     private let deviceAuthTrust: DeviceAuthTrustStore
     /// The last device-auth result, so that a repeated one is not logged again.
     private var lastAuthResult: DeviceAuthResult?
@@ -67,13 +71,14 @@ final class DeviceConnection {
     var parsedReceiverReply: (payload: CastPayload, status: ReceiverStatus)?
 
     init(address: CastDeviceAddress, configuration: CastConnectionConfiguration, isGroup: Bool, eventLoop: any EventLoop,
-         sslContext: NIOSSLContext, deviceAuthTrust: DeviceAuthTrustStore = .castRoots, logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void,
-         finishEvents: @escaping @Sendable () -> Void) {
+         sslContext: NIOSSLContext, handshakeGate: HandshakeGate? = nil, deviceAuthTrust: DeviceAuthTrustStore = .castRoots,
+         logger: Logger, emit: @escaping @Sendable (CastClientEvent) -> Void, finishEvents: @escaping @Sendable () -> Void) {
         self.address = address
         self.machine = Machine(configuration: configuration)
         self.session = CastSessionMachine(isGroup: isGroup)
         self.eventLoop = eventLoop
         self.sslContext = sslContext
+        self.handshakeGate = handshakeGate
         self.deviceAuthTrust = deviceAuthTrust
         self.logger = logger
         self.emit = emit
@@ -153,6 +158,10 @@ final class DeviceConnection {
 
     func tlsReady(channel: any Channel, generation: Int) {
         guard generation == self.generation else { return }
+        // With device authentication the challenge's round trip is part of the connect (the
+        // device signs it: a fleet's worth at once is a storm of its own); the place is given
+        // back with its result.
+        if configuration.deviceAuth == .off { releaseGate() }
         self.channel = channel
         self.pendingChannel = nil
         run(machine.channelActive(now: clock.now, auth: authContext(channel)))
@@ -194,6 +203,7 @@ final class DeviceConnection {
         closeReason = nil
         channel = nil
         pendingChannel = nil
+        releaseGate()
         timer?.cancel()
         timer = nil
         lastHeardBeforeClose = machine.lastHeard
@@ -233,6 +243,7 @@ final class DeviceConnection {
                     channel.close(promise: nil)
                 } else {
                     // A connect in flight: ignore its result, and close its channel if TCP is up.
+                    releaseGate()
                     generation += 1
                     pendingChannel?.close(promise: nil)
                     pendingChannel = nil
@@ -266,10 +277,13 @@ final class DeviceConnection {
     }
 
     private func connect() {
+        releaseGate()
         generation += 1
         let generation = self.generation
-        let sslContext = self.sslContext
         let address = self.address
+        // Without a gate the TLS handler is there from the start; with one it is added (and the
+        // handshake starts) when the gate lets this connection in (`startHandshake`).
+        let tls = handshakeGate == nil ? sslContext : nil
         // The initializer runs on the channel's loop, which is this connection's loop.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
@@ -278,10 +292,9 @@ final class DeviceConnection {
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: nil)
                     if StageTrace.enabled { try channel.pipeline.syncOperations.addHandler(StageTraceTap()) }
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil)) }
                     try channel.pipeline.syncOperations.addHandlers([
-                        tls,
                         ByteToMessageHandler(CastFrameDecoder()),
                         MessageToByteHandler(CastFrameEncoder()),
                         CastChannelHandler(connection: bound.value, generation: generation),
@@ -297,14 +310,12 @@ final class DeviceConnection {
                         channel.close(promise: nil)
                         return
                     }
-                    // TCP is up; NIOSSL has no handshake deadline of its own, so a peer that
-                    // accepts and then says nothing would hold us here forever.
                     pendingChannel = channel
-                    let limit = configuration.connectTimeout
-                    eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
-                        guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
-                        if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
-                        stalled.close(promise: nil)
+                    if let gate = handshakeGate {
+                        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+                        gate.enter(on: eventLoop) { bound.value.startHandshake(channel, generation: generation) }
+                    } else {
+                        handshakeDeadline(generation)
                     }
                 case .failure(let error):
                     guard generation == self.generation else { return }
@@ -318,6 +329,45 @@ final class DeviceConnection {
                     run(machine.connectFailed(.connectFailed("\(error)"), now: clock.now, jitter: Double.random(in: 0...1)))
                 }
             }
+    }
+
+    /// The gate let this connection in: the TLS handler goes in front of the framing and starts
+    /// the handshake at once (the channel is active). A connect abandoned meanwhile gives its place
+    /// back.
+    private func startHandshake(_ channel: any Channel, generation: Int) {
+        holdsGate = true
+        guard generation == self.generation, let pending = pendingChannel, pending === channel, channel.isActive else {
+            releaseGate()
+            return
+        }
+        do {
+            let pipeline = channel.pipeline.syncOperations
+            let framing = try pipeline.handler(type: ByteToMessageHandler<CastFrameDecoder>.self)
+            try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: nil), position: .before(framing))
+        } catch {
+            if closeReason == nil { closeReason = .connectFailed("TLS: \(error)") }
+            channel.close(promise: nil)
+            return
+        }
+        handshakeDeadline(generation)
+    }
+
+    /// TCP is up and the handshake under way; NIOSSL has no handshake deadline of its own, so a
+    /// peer that accepts and then says nothing would hold us here forever.
+    private func handshakeDeadline(_ generation: Int) {
+        let limit = configuration.connectTimeout
+        eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
+            guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
+            if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
+            stalled.close(promise: nil)
+        }
+    }
+
+    /// Gives back this connection's place in `handshakeGate`, if it holds one.
+    private func releaseGate() {
+        guard holdsGate else { return }
+        holdsGate = false
+        handshakeGate?.leave()
     }
 
     // MARK: - Events of the connection
@@ -342,6 +392,7 @@ final class DeviceConnection {
         case .message(let message):
             dispatch(message)
         case .authentication(let result, let admitted):
+            releaseGate()
             logAuthentication(result, admitted: admitted)
             run(session.authenticated(result, admitted: admitted))
         }

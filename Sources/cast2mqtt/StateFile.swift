@@ -1,19 +1,27 @@
 import Bridge
 import Foundation
 import Logging
+import Synchronization
 
 /// A JSON file in `state_dir`, written atomically after its content changes (paced by `SavePacer`:
-/// within a second, and at shutdown):
+/// within a second, and at shutdown). Both files are a table of devices, and the file is written
+/// from the encoding of each device kept since the last write: only the devices that changed
+/// are encoded again (at 10 000 devices, encoding all of them once a second while they come
+/// online was the start-up's largest cost on the core's loop). The file is the same, byte for
+/// byte, as `JSONEncoder` with sorted keys makes it.
 /// - `sessions.json` (`SessionFile`): the app sessions the bridge knew, so that after a restart
 ///   it joins them quietly instead of announcing them as new;
 /// - `published.json` (`PublishedFile`): what the bridge published retained per device
 ///   (discovery configs, device topic name), so that a device gone after a restart is cleared
 ///   (PublishedStore.swift).
-struct StateFile<Snapshot: Codable> {
+struct StateFile<Snapshot: DeviceTableSnapshot> {
     let path: String
     /// What the file holds, for log lines ("session file").
     let what: String
     let logger: Logger
+    private let cache = EncodedEntries<Snapshot.Entry>()
+    /// Device entries encoded so far (tests: an unchanged device is not encoded again).
+    var entriesEncoded: Int { cache.encodings.load(ordering: .relaxed) }
 
     init(stateDir: String, name: String, what: String, logger: Logger) {
         self.path = (stateDir as NSString).appendingPathComponent(name)
@@ -35,14 +43,63 @@ struct StateFile<Snapshot: Codable> {
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                     withIntermediateDirectories: true)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            try encoder.encode(snapshot).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try Data(try encode(snapshot)).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             logger.warning("cannot write the \(what)", metadata: ["path": "\(path)", "error": "\(error)"])
         }
     }
+
+    /// The file's bytes: the snapshot without its devices (`"devices"` sorts last), then each
+    /// device from its kept encoding, encoded again only when its entry changed.
+    func encode(_ snapshot: Snapshot) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var rest = snapshot
+        rest.devices = [:]
+        var out = [UInt8](try encoder.encode(rest))
+        let tail = Array(#""devices":{}}"#.utf8)
+        guard out.count >= tail.count, Array(out.suffix(tail.count)) == tail else {
+            return [UInt8](try encoder.encode(snapshot))
+        }
+        out.removeLast(2)
+        try cache.kept.withLock { kept in
+            var next: [DeviceID: (entry: Snapshot.Entry, json: [UInt8])] = [:]
+            next.reserveCapacity(snapshot.devices.count)
+            for (index, id) in snapshot.devices.keys.sorted().enumerated() {
+                guard let entry = snapshot.devices[id] else { continue }
+                var item: (entry: Snapshot.Entry, json: [UInt8])
+                if let old = kept[id], old.entry == entry {
+                    item = old
+                } else {
+                    item = (entry, [UInt8](try encoder.encode(id)) + [UInt8(ascii: ":")] + [UInt8](try encoder.encode(entry)))
+                    cache.encodings.add(1, ordering: .relaxed)
+                }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out += item.json
+                next[id] = item
+            }
+            kept = next
+        }
+        out += Array("}}".utf8)
+        return out
+    }
 }
+
+/// Each device's `"id":{...}` as last written, with the entry it encodes.
+final class EncodedEntries<Entry: Sendable>: Sendable {
+    let kept = Mutex<[DeviceID: (entry: Entry, json: [UInt8])]>([:])
+    let encodings = Atomic<Int>(0)
+}
+
+/// A state file's snapshot: a table of devices (encoded one by one) and anything else, whose
+/// keys sort before `devices`.
+protocol DeviceTableSnapshot: Codable {
+    associatedtype Entry: Codable & Hashable & Sendable
+    var devices: [DeviceID: Entry] { get set }
+}
+
+extension SessionSnapshot: DeviceTableSnapshot {}
+extension PublishedSnapshot: DeviceTableSnapshot {}
 
 typealias SessionFile = StateFile<SessionSnapshot>
 typealias PublishedFile = StateFile<PublishedSnapshot>

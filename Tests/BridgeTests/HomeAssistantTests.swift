@@ -216,6 +216,27 @@ import Testing
         #expect(h.feed(.homeAssistantOnline).publications.map(\.topic) == [bridgeTopic])
     }
 
+    /// The configs are kept as a hash only (not the ~10 KiB document per device), are not
+    /// published again while unchanged, and after a broker reconnect are rebuilt and published
+    /// again byte for byte (a broker without persistence lost them).
+    @Test func configsKeptAsAHashAndRebuiltAfterABrokerReconnect() throws {
+        var h = Harness()
+        h.feed(.mqttConnected)
+        let first = h.feed(.deviceDiscovered(tvDescriptor()))
+        let sent = try #require(first.on(deviceTopic).first?.payload)
+        #expect(h.core.publisher.keepsPayload(deviceTopic) == false)
+        #expect(h.core.publisher.keepsPayload(bridgeTopic) == false)
+        #expect(h.feed(.deviceUpdated(tvDescriptor())).on(deviceTopic).isEmpty)
+        #expect(h.feed(.homeAssistantOnline).on(deviceTopic).map(\.payload) == [sent])
+        let reconnected = h.feed(.mqttConnected)
+        #expect(reconnected.on(deviceTopic).map(\.payload) == [sent])
+        #expect(reconnected.on(bridgeTopic).count == 1)
+        #expect(reconnected.on("cast2mqtt/living_room_tv/availability").count == 1)
+        #expect(h.feed(.deviceUpdated(tvDescriptor())).on(deviceTopic).isEmpty)
+        let renamed = h.feed(.deviceUpdated(tvDescriptor(name: "Den TV")))
+        #expect(renamed.publications.contains { $0.topic.hasPrefix("homeassistant/") && !$0.payload.isEmpty })
+    }
+
     @Test func removeRequestForgetsADevice() {
         var h = Harness()
         h.feed(.mqttConnected)

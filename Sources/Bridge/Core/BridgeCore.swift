@@ -195,6 +195,7 @@ public struct BridgeCore: Sendable {
     mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
         if instances != nil { instanceConnected(now: now, &out) }
         health.mqttConnects += 1
+        publisher.brokerConnected()
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
         publisher.record(topics.bridgeState, text: "online")
         bridgeTopicsChanged(now: now, force: true, &out)

@@ -9,7 +9,11 @@ struct RetainedPublisher: Sendable {
     /// Retained topics as last published: a hash of the content without timestamps (change
     /// detection without encoding the document: most statuses change one document of a device,
     /// not all of them) and the payload as sent (for republishing after a broker reconnect).
-    private var retained: [String: (content: Int, payload: [UInt8])] = [:]
+    /// Home Assistant discovery configs keep only the hash (`payload` nil): at ~10 KiB per
+    /// device they were the largest thing the core kept, and the core rebuilds them from the
+    /// device whenever it needs them again (`brokerConnected()`: after a broker (re)connect they
+    /// are all published again, rebuilt).
+    private var retained: [String: (content: Int, payload: [UInt8]?)] = [:]
     /// What is retained per device, and the devices gone since the last run (cleared on the
     /// first broker connect).
     private(set) var published = PublishedSnapshot()
@@ -25,9 +29,11 @@ struct RetainedPublisher: Sendable {
     /// Publishes a retained JSON document when its content changed, adding `updated_at: stamp`
     /// when given (a timestamp is not content). True when it published. The document is encoded
     /// once, and only when it is published.
+    /// `rebuilt`: only the hash is kept (the caller publishes the document again, rebuilt, after
+    /// a broker reconnect; `republishRest` leaves it out).
     @discardableResult
     mutating func publish(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, force: Bool = false,
-                          _ out: inout BridgeOutput) -> Bool {
+                          rebuilt: Bool = false, _ out: inout BridgeOutput) -> Bool {
         let content = doc.hashValue
         if !force, retained[topic]?.content == content { return false }
         var sent = doc
@@ -36,7 +42,7 @@ struct RetainedPublisher: Sendable {
             sent = .object(o)
         }
         let payload = JSONOutput.bytes(sent)
-        retained[topic] = (content, payload)
+        retained[topic] = (content, rebuilt ? nil : payload)
         out.publish(Publication(topic: topic, payload: payload, retain: true))
         return true
     }
@@ -66,11 +72,23 @@ struct RetainedPublisher: Sendable {
         out.publish(Publication(topic: topic, payload: [], retain: true))
     }
 
-    /// After a broker (re)connect: every retained topic not already in `out`, as last published.
+    /// A broker (re)connect, before anything is published on it: the topics kept as a hash only
+    /// (discovery configs) are forgotten, so that the core's next `publishConfigs` /
+    /// `publishBridgeConfigs` (which `mqttConnected` calls for every device) publishes each again,
+    /// rebuilt, changed or not: a restarted broker without persistence has lost them.
+    mutating func brokerConnected() {
+        retained = retained.filter { $0.value.payload != nil }
+    }
+
+    /// Whether the payload last published on `topic` is kept (nil: nothing is retained there).
+    func keepsPayload(_ topic: String) -> Bool? { retained[topic].map { $0.payload != nil } }
+
+    /// After a broker (re)connect: every retained topic not already in `out`, as last published
+    /// (the ones kept as a hash only were rebuilt and published by their owner).
     func republishRest(_ out: inout BridgeOutput) {
         let already = Set(out.publications.map(\.topic))
         for topic in retained.keys.sorted() where !already.contains(topic) {
-            if let entry = retained[topic] { out.publish(Publication(topic: topic, payload: entry.payload, retain: true)) }
+            if let payload = retained[topic]?.payload { out.publish(Publication(topic: topic, payload: payload, retain: true)) }
         }
     }
 
@@ -159,7 +177,7 @@ struct RetainedPublisher: Sendable {
         guard let configs else { return remember(d, discovery: before, &out) }
         let current = Set(configs.map(\.0))
         for stale in before.sorted() where !current.contains(stale) { clear(stale, &out) }
-        for (topic, doc) in configs { publish(topic, doc, force: force, &out) }
+        for (topic, doc) in configs { publish(topic, doc, force: force, rebuilt: true, &out) }
         remember(d, discovery: configs.map(\.0).sorted(), &out)
     }
 
@@ -167,7 +185,7 @@ struct RetainedPublisher: Sendable {
     mutating func publishBridgeConfigs(_ configs: [(String, JSONValue)], force: Bool, _ out: inout BridgeOutput) {
         let current = Set(configs.map(\.0))
         for stale in published.bridge.sorted() where !current.contains(stale) { clear(stale, &out) }
-        for (topic, doc) in configs { publish(topic, doc, force: force, &out) }
+        for (topic, doc) in configs { publish(topic, doc, force: force, rebuilt: true, &out) }
         let topics = configs.map(\.0).sorted()
         if published.bridge != topics {
             published.bridge = topics
