@@ -12,7 +12,8 @@ enum Adapt {
     /// The MQTT client for the `mqtt` section, with the bridge's `offline` as its last will.
     static func mqttConfiguration(_ c: BridgeConfiguration, will: Publication) -> MQTTConfiguration {
         MQTTConfiguration(c.mqtt, cleanStart: false,
-                          will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true))
+                          will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true),
+                          willDelay: c.instance == nil ? nil : UInt32(c.mqtt.willDelay))
     }
 
     static func qos(_ value: Int) -> MQTTQoS { MQTTQoS(rawValue: min(max(value, 0), 2)) ?? .atLeastOnce }

@@ -13,7 +13,7 @@ struct InstanceState: Sendable {
 
     /// The MQTT 5 Will Delay Interval of the instance document's will, in seconds (named in the
     /// document; the one place it is read).
-    static func willDelay(_ configuration: BridgeConfiguration) -> Int { 10 }
+    static func willDelay(_ configuration: BridgeConfiguration) -> Int { configuration.mqtt.willDelay }
 }
 
 /// Commands held by the instance the rule names while a device changes hands (mqtt-api.md §10):
