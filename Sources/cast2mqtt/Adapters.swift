@@ -9,11 +9,13 @@ import MQTT
 /// everything that crosses into it is translated here, in one place. The configuration is not
 /// converted: Discovery and MQTT read their sections of the one model (Settings) as they are.
 enum Adapt {
-    /// The MQTT client for the `mqtt` section, with the bridge's `offline` as its last will.
+    /// The MQTT client for the `mqtt` section, with the bridge's `offline` as its last will; in
+    /// instance mode the will clears the instance's document, after `mqtt.will_delay` seconds
+    /// (MQTT 5's Will Delay Interval: a short blip causes no handover).
     static func mqttConfiguration(_ c: BridgeConfiguration, will: Publication) -> MQTTConfiguration {
         MQTTConfiguration(c.mqtt, cleanStart: false,
                           will: MQTTMessage(topic: will.topic, payload: will.payload, qos: qos(will.qos ?? c.mqtt.qos), retain: true),
-                          willDelay: c.instance == nil ? nil : UInt32(c.mqtt.willDelay))
+                          willDelay: c.instance == nil ? nil : UInt32(InstanceWill.delay(c)))
     }
 
     static func qos(_ value: Int) -> MQTTQoS { MQTTQoS(rawValue: min(max(value, 0), 2)) ?? .atLeastOnce }

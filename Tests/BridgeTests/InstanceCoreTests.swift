@@ -54,18 +54,14 @@ struct CoreCluster {
         }
     }
 
-    mutating func feed(_ name: String, _ input: BridgeInput) {
-        guard var h = cores[name] else { return }
-        h.now = now
-        let out = h.feed(input)
-        cores[name] = h
-        take(name, out)
-    }
+    mutating func feed(_ name: String, _ input: BridgeInput) { feed(name) { $0.feed(input) } }
+    mutating func feed(_ name: String, _ event: CastEvent) { feed(name) { $0.feed(event) } }
 
-    mutating func feed(_ name: String, _ event: CastEvent) {
+    /// Runs `body` on the instance's core at the cluster's time and carries out its output.
+    mutating func feed(_ name: String, _ body: (inout Harness) -> BridgeOutput) {
         guard var h = cores[name] else { return }
         h.now = now
-        let out = h.feed(event)
+        let out = body(&h)
         cores[name] = h
         take(name, out)
     }
@@ -90,6 +86,7 @@ struct CoreCluster {
         h.now = now
         let out = h.feed(.mqttConnected)
         cores[name] = h
+        // The restored subscriptions deliver the retained messages before what it publishes.
         for (topic, payload) in retained.sorted(by: { $0.key < $1.key }) {
             deliver(Publication(topic: topic, payload: payload, retain: true), to: name)
         }
@@ -240,6 +237,24 @@ struct CoreCluster {
         let (_, deviceDoc) = try #require(g.core.homeAssistant.configs(device).first)
         #expect(deviceDoc["device"]?["via_device"] == .string("cast2mqtt_bridge_upstairs"))
         #expect(deviceDoc["cmps"]?["state"]?["unique_id"] == .string("cast2mqtt_\(tvID)_state"))
+    }
+
+    /// After a reconnect (perhaps to another broker, which retains nothing of ours) the owner says
+    /// its claim and every retained topic of its devices again, once it has confirmed them.
+    @Test func aReconnectedOwnerRepublishesItsClaimAndDeviceTopics() throws {
+        var c = started()
+        let owner = try #require(["alpha", "beta"].first { c.owns($0, tvID) })
+        c.retained = [:]
+        let mark = c.log.count
+        c.connect(owner)
+        #expect(!c.owns(owner, tvID), "gated until its document is back")
+        c.deliver()
+        #expect(c.owns(owner, tvID))
+        let again = c.log[mark...].filter { $0.from == owner }.map(\.publication.topic)
+        #expect(again.contains("cast2mqtt/bridge/claims/\(tvID)"))
+        #expect(again.contains("cast2mqtt/living_room_tv/availability"))
+        #expect(again.contains("cast2mqtt/living_room_tv/info"))
+        #expect(c.retained["cast2mqtt/living_room_tv/availability"] == Array("online".utf8))
     }
 
     @Test func bridgeRequestsAreThePrimarysAlone() {

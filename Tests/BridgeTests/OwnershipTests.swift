@@ -17,6 +17,8 @@ struct Cluster {
     var now = t0
     /// Every connect, in order (instance, device).
     var connectLog: [(String, DeviceID)] = []
+    /// Devices each instance was told to republish (a stale owner came back).
+    var refreshed: [String: [DeviceID]] = [:]
 
     init(_ reach: [String: [DeviceID]], prefer: [DeviceID: [String]] = [:]) {
         for (name, ids) in reach.sorted(by: { $0.key < $1.key }) {
@@ -37,6 +39,7 @@ struct Cluster {
             connectLog.append((name, id))
         }
         for id in fx.release { connected[name]?.remove(id) }
+        refreshed[name, default: []] += fx.refresh
         logs[name, default: []] += fx.logs
     }
 
@@ -244,6 +247,8 @@ let fleetIDs = (0..<60).map { String(format: "%032x", $0 &* 7919 &+ 17) }
         #expect(c.nodes["alpha"]?.owns(tvID) == false)
         #expect(c.owners(tvID) == ["beta"])
         #expect(c.retainedClaim(speakerID) == Claim(owner: "alpha", epoch: 1), "nothing was reclaimed")
+        // beta overwrites whatever alpha's libmosquitto resent from before the freeze, once.
+        #expect(c.refreshed["beta"] == [tvID])
     }
 
     @Test func aReconnectGatesUntilTheClaimIsReadAgain() {

@@ -25,6 +25,18 @@ final class Observer: @unchecked Sendable {
 
     deinit { task?.cancel() }
 
+    /// A started MQTT client (a quiet logger, a clean session) subscribed to `topics`, and its observer.
+    static func started(url: String, topics: [String]) throws -> (MosquittoClient, Observer) {
+        var logger = Logger(label: "e2e.observer")
+        logger.logLevel = .warning
+        let client = try MosquittoClient(configuration: MQTTConfiguration(url: url, clientID: "e2e-observer-\(UUID().uuidString.prefix(6))",
+                                                                          cleanStart: true), logger: logger)
+        let observer = Observer(client)
+        for topic in topics { try client.subscribe(topic, qos: .atLeastOnce) }
+        try client.start()
+        return (client, observer)
+    }
+
     private func append(_ m: MQTTMessage) {
         lock.lock()
         all.append(m)
@@ -109,15 +121,7 @@ final class BridgeHarness: @unchecked Sendable {
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-e2e-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "e2e.observer")
-        logger.logLevel = .warning
-        client = try MosquittoClient(configuration: MQTTConfiguration(url: broker.url, clientID: "e2e-observer-\(UUID().uuidString.prefix(6))",
-                                                                      cleanStart: true), logger: logger)
-        observer = Observer(client)
-        try client.subscribe("cast2mqtt/#", qos: .atLeastOnce)
-        try client.subscribe("homeassistant/#", qos: .atLeastOnce)
-        try client.subscribe("e2e/#", qos: .atLeastOnce)
-        try client.start()
+        (client, observer) = try Observer.started(url: broker.url, topics: ["cast2mqtt/#", "homeassistant/#", "e2e/#"])
         let discovery = customDiscovery ?? mdnsName.map { "  mdns: true\n  include: [\"\($0)\"]" } ?? """
           mdns: false
           devices:

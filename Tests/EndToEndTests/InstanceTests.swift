@@ -1,7 +1,6 @@
 import CastProtocol
 import CastSimulator
 import Foundation
-import Logging
 import MQTT
 import Testing
 import TestSupport
@@ -28,13 +27,7 @@ final class InstancesHarness: @unchecked Sendable {
         self.devices = devices
         directory = NSTemporaryDirectory() + "cast2mqtt-inst-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "e2e.observer")
-        logger.logLevel = .warning
-        client = try MosquittoClient(configuration: MQTTConfiguration(url: broker.url, clientID: "e2e-inst-\(UUID().uuidString.prefix(6))",
-                                                                      cleanStart: true), logger: logger)
-        observer = Observer(client)
-        try client.subscribe("cast2mqtt/#", qos: .atLeastOnce)
-        try client.start()
+        (client, observer) = try Observer.started(url: broker.url, topics: ["cast2mqtt/#"])
         for name in instances { try start(name) }
     }
 
@@ -44,6 +37,7 @@ final class InstancesHarness: @unchecked Sendable {
         mqtt:
           url: \(broker.url)
           keepalive: 5
+          will_delay: 2
         discovery:
           mdns: false
           devices:
@@ -127,6 +121,40 @@ final class InstancesHarness: @unchecked Sendable {
                 doc.arrayValue?.count == 6 && doc.arrayValue?.allSatisfy { $0["owner"]?.stringValue != nil } == true
             }
             #expect(devices != nil, "\(String(describing: h.observer.lastJSON("cast2mqtt/bridge/devices")))")
+        }
+    }
+
+    /// SIGKILL of an owner: the kernel closes its socket, so the broker fires its will after the will
+    /// delay (2 s here; a frozen or unreachable one only after keepalive × 1.5 more); the will clears
+    /// its document and the others take its devices, connected and online again, within 5 s more.
+    @Test func sigkillHandsOverAfterTheWill() async throws {
+        try await withClosing(try await InstancesHarness(devices: 4, instances: ["a", "b"]), close: { await $0.close() }) { h in
+            let settled = await h.waitSettled()
+            try #require(settled, "not settled; logs:\n\(h.logs)")
+            let victim = try #require(h.claim(h.devices[0])).owner
+            let owned = h.devices.filter { h.claim($0)?.owner == victim }
+            var marks: [String: Int] = [:]
+            for d in owned { marks[d.id] = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").count }
+            let killed = ContinuousClock.now
+            h.daemons[victim]?.signal(SIGKILL)
+            let moved = await waitUntil(timeout: .seconds(40)) {
+                owned.allSatisfy { d in
+                    guard let claim = h.claim(d), claim.owner != victim else { return false }
+                    let seen = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability")
+                    return seen.count > (marks[d.id] ?? 0) && seen.last.map { String(decoding: $0.payload, as: UTF8.self) } == "online"
+                }
+            }
+            let handover = ContinuousClock.now - killed
+            try #require(moved, "not handed over; logs:\n\(h.logs)")
+            print("instances: SIGKILL handover of \(owned.count) devices took \(handover) (will delay 2 s)")
+            #expect(handover < .seconds(2 + 5 + 5), "target: will delay + 5 s (generous bound + 5 s): \(handover)")
+            // The broker's will cleared the dead instance's document.
+            #expect(h.observer.messages(on: "cast2mqtt/bridge/instances/\(victim)").last?.payload.isEmpty == true)
+            let single = await waitUntil(timeout: .seconds(15)) {
+                for d in h.devices { guard (try? await d.state().connections) == 1 else { return false } }
+                return true
+            }
+            #expect(single)
         }
     }
 

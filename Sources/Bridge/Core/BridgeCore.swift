@@ -68,7 +68,7 @@ public struct BridgeCore: Sendable {
         if let me = configuration.instance {
             instances = InstanceState(
                 ownership: Ownership(me: me, base: configuration.mqtt.baseTopic, version: configuration.version, started: startedAt,
-                                     willDelay: InstanceState.willDelay(configuration), primary: configuration.primary),
+                                     willDelay: InstanceWill.delay(configuration), primary: configuration.primary),
                 prefer: configuration.prefer)
         }
     }

@@ -11,9 +11,13 @@ struct InstanceState: Sendable {
     /// `instance` resolved device preferences: configuration key (id, name or topic) → names.
     let prefer: [String: [String]]
 
-    /// The MQTT 5 Will Delay Interval of the instance document's will, in seconds (named in the
-    /// document; the one place it is read).
-    static func willDelay(_ configuration: BridgeConfiguration) -> Int { configuration.mqtt.willDelay }
+}
+
+/// The instance document's will.
+public enum InstanceWill {
+    /// Its MQTT 5 Will Delay Interval in seconds (`mqtt.will_delay`), named in the document; the
+    /// one place it is read.
+    public static func delay(_ configuration: BridgeConfiguration) -> Int { max(0, configuration.mqtt.willDelay) }
 }
 
 /// Commands held by the instance the rule names while a device changes hands (mqtt-api.md §10):

@@ -137,7 +137,6 @@ public struct Ownership: Sendable {
         }
         let owner = claims[id]?.owner
         if let owner, owner != me, documents[owner]?.state == .online { return .ignore }
-        if stoppingSeen && candidates(id).contains(where: { $0 != me }) { return .ignore }
         let next = ruleOwner(id)
         // The rule's next owner takes it; with no candidate at all, the holder of the claim.
         if next == me || (next == nil && owner == me) { return .hold }
@@ -251,7 +250,14 @@ public struct Ownership: Sendable {
         for (id, h) in holding.sorted(by: { $0.key < $1.key }) {
             if let claim = claims[id], claim.owner == me, retained[id] == claim {
                 holding[id] = .confirmed(claim.epoch)
-                if !connected.contains(id) { connect(id, &fx) }
+                if connected.contains(id) {
+                    // Still ours: its claim and retained topics go out again, as every retained
+                    // topic does after a connect (the broker may be another one, or a restarted one).
+                    fx.publications.append(claimPublication(id, claim))
+                    fx.refresh.append(id)
+                } else {
+                    connect(id, &fx)
+                }
             } else if case .claiming = h {
                 continue
             } else {
