@@ -167,9 +167,16 @@ def test_sigterm_hands_devices_over_joined_and_commands_answered_once(cluster) -
     for d in moving:
         assert after[d.id]["longestOverlapMilliseconds"] <= (SIGTERM_BOUND + SLACK) * 1000
     assert latest_json(cluster.obs, f"{BASE}/bridge/instances/{leaving}") is None
-    returns_without_flapping(cluster, leaving)
-    counts = check_answered_once(cluster, moving[:80], ids, t0)
-    report(f"SIGTERM: commands sent during the handover, run (the rest answered busy, none twice) of {len(ids)}",
+    returns_and_answered_once(cluster, leaving, "SIGTERM", moving[:80], ids, t0)
+
+
+def returns_and_answered_once(cluster, name: str, how: str, devices: list[SimDevice], ids: list[str],  # noqa: ANN001
+                              since: float) -> None:
+    """The end of a handover test: `name` returns without flapping, then every command sent
+    during the handover was answered exactly once."""
+    returns_without_flapping(cluster, name)
+    counts = check_answered_once(cluster, devices, ids, since)
+    report(f"{how}: commands sent during the handover, run (the rest answered busy, none twice) of {len(ids)}",
            counts["ok"], "commands")
 
 
@@ -192,10 +199,7 @@ def test_sigkill_hands_devices_over_after_the_will(cluster) -> None:  # noqa: AN
     states = [m.payload for m in cluster.obs.since(t0, f"{BASE}/bridge/state")]
     assert b"offline" not in states, states
     assert cluster.obs.latest(f"{BASE}/bridge/state").payload == b"online"
-    returns_without_flapping(cluster, dying)
-    counts = check_answered_once(cluster, moving[:40], ids, t0)
-    report(f"SIGKILL: commands sent during the handover, run (the rest answered busy, none twice) of {len(ids)}",
-           counts["ok"], "commands")
+    returns_and_answered_once(cluster, dying, "SIGKILL", moving[:40], ids, t0)
 
 
 def test_a_frozen_owner_that_comes_back_cannot_publish_for_devices_it_lost(cluster) -> None:  # noqa: ANN001
