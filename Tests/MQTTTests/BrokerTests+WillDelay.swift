@@ -106,24 +106,7 @@ final class MQTT311OnlyBroker: @unchecked Sendable {
     var acceptedWithWill: Int { lock.withLock { counts.acceptedWithWill } }
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 8) == 0 else {
-            close(listener)
-            throw TestSupportError("bind/listen failed: errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
+        let (listener, address) = try loopbackListener(backlog: 8)
         port = Int(UInt16(bigEndian: address.sin_port))
         self.listener = listener
         let thread = Thread { [self] in serve() }

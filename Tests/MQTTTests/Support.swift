@@ -190,6 +190,30 @@ final class DescriptorHog {
     deinit { close() }
 }
 
+/// A listening TCP socket on 127.0.0.1 and a port the kernel picks, with its bound address.
+func loopbackListener(backlog: Int32) throws -> (Int32, sockaddr_in) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard listener >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0, listen(listener, backlog) == 0 else {
+        let error = errno
+        close(listener)
+        throw TestSupportError("bind/listen failed: errno \(error)")
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+    }
+    return (listener, address)
+}
+
 /// A TCP listener on 127.0.0.1 that never accepts, with its accept queue filled, so further
 /// connection attempts get no answer at all (the kernel drops their SYNs): a broker host that
 /// silently drops packets.
@@ -198,22 +222,9 @@ final class SilentListener {
     private var descriptors: [Int32] = []
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
+        let (listener, bound) = try loopbackListener(backlog: 0)
+        var address = bound
         descriptors.append(listener)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 0) == 0 else { throw TestSupportError("bind/listen failed: errno \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
         port = Int(UInt16(bigEndian: address.sin_port))
         // Fill the accept queue (backlog 0 holds one connection; a few more to be sure).
         for _ in 0..<4 {
