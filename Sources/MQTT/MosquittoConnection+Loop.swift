@@ -278,10 +278,12 @@ extension MosquittoConnection {
     }
 
     /// How long to wait after the attempt on `address` failed or its connection was lost
-    /// (`lost`), moving on to the next broker of the list. One broker: the doubling backoff, reset
-    /// by a lost connection. Several: the next is tried at once (after `initial` when a working
-    /// connection was lost), and the backoff grows only when a whole round of them failed. There
-    /// is no fail-back: a working broker is kept until it is lost.
+    /// (`lost`). One broker: the doubling backoff, reset by a lost connection. Several: a lost
+    /// connection is tried again on the same broker after `initial` (a blip, a frozen process or a
+    /// session taken over says nothing against a broker that works, and the other bridge instances
+    /// are still on it: mqtt-api.md §10); an attempt that fails moves on to the next broker at once,
+    /// and the backoff grows only when a whole round of them failed. There is no fail-back: a
+    /// working broker is kept until it cannot be reached.
     func waitBeforeNextAttempt(lost: Bool, delay: inout Duration, initial: Duration, maximum: Duration) -> Duration {
         if lost { delay = initial }
         guard addresses.count > 1 else {
@@ -289,6 +291,7 @@ extension MosquittoConnection {
             delay = min(delay * 2, maximum)
             return wait
         }
+        if lost { return initial }
         let index = shared.withLock { s in
             s.brokerIndex = (s.brokerIndex + 1) % addresses.count
             return s.brokerIndex
@@ -298,7 +301,6 @@ extension MosquittoConnection {
         if configuration.willDelay != nil, configuration.protocolVersion == .v5, !speaksV5.load(ordering: .relaxed) {
             do { try applyProtocol(v5: true) } catch { logger.error("cannot go back to MQTT 5: \(error.message)") }
         }
-        if lost { return initial }
         guard index == 0 else { return .zero }
         let wait = delay
         delay = min(delay * 2, maximum)
@@ -363,7 +365,7 @@ extension MosquittoConnection {
         let next = retryWords()
         if wasEstablished {
             let which = addresses.count > 1 ? " \(failed)" : ""
-            logger.warning("disconnected from MQTT broker\(which): \(why); \(addresses.count > 1 ? next : "reconnecting") in \(wait)")
+            logger.warning("disconnected from MQTT broker\(which): \(why); reconnecting in \(wait)")
         } else if refusal != nil {
             logger.error("\(why); \(next) in \(wait)")
         } else {

@@ -9,6 +9,9 @@ import TestSupport
 /// every instance reaches, three `cast2mqtt run` with `instance: a|b|c`.
 final class InstancesHarness: @unchecked Sendable {
     let broker: MosquittoBroker
+    /// The second of `mqtt.url` when asked for (nobody's first choice: the instances stay on
+    /// `broker` while it works).
+    let spare: MosquittoBroker?
     let simulator: CastSimulator
     let devices: [SimulatedDevice]
     let directory: String
@@ -16,8 +19,9 @@ final class InstancesHarness: @unchecked Sendable {
     let observer: Observer
     private(set) var daemons: [String: ManagedProcess] = [:]
 
-    init(devices count: Int, instances: [String]) async throws {
+    init(devices count: Int, instances: [String], spareBroker: Bool = false) async throws {
         broker = try MosquittoBroker(MosquittoBroker.Options())
+        spare = spareBroker ? try MosquittoBroker(MosquittoBroker.Options()) : nil
         simulator = CastSimulator(group: BridgeHarness.group)
         var devices: [SimulatedDevice] = []
         for n in 0..<count {
@@ -35,7 +39,7 @@ final class InstancesHarness: @unchecked Sendable {
         let config = """
         instance: \(name)
         mqtt:
-          url: \(broker.url)
+          url: [\(([broker] + [spare].compactMap { $0 }).map(\.url).joined(separator: ", "))]
           keepalive: 5
           will_delay: 2
         discovery:
@@ -90,6 +94,7 @@ final class InstancesHarness: @unchecked Sendable {
         await client.shutdown(finalMessage: nil)
         await simulator.shutdown()
         broker.stop()
+        spare?.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -219,6 +224,54 @@ final class InstancesHarness: @unchecked Sendable {
                 h.observer.messages(on: "cast2mqtt/bridge/instances/\(before.owner)").last?.payload.isEmpty == true
             }
             #expect(cleared, "logs:\n\(h.logs)")
+        }
+    }
+    /// SIGSTOP of an owner past keepalive × 1.5 + the will delay: the others take its devices;
+    /// after SIGCONT the stale owner publishes nothing for them and closes its Cast connections
+    /// to them (one connection per device again). With a second broker in `mqtt.url`: the
+    /// resumed instance finds its connection lost and must come back to the broker that works
+    /// (where the others are and the newer claims are retained), not move to the next one.
+    @Test(arguments: [false, true]) func aResumedStaleOwnerLetsItsDevicesGo(spareBroker: Bool) async throws {
+        try await withClosing(try await InstancesHarness(devices: 4, instances: ["a", "b"], spareBroker: spareBroker),
+                              close: { await $0.close() }) { h in
+            let settled = await h.waitSettled()
+            try #require(settled, "not settled; logs:\n\(h.logs)")
+            let frozen = try #require(h.claim(h.devices[0])).owner
+            let lost = h.devices.filter { h.claim($0)?.owner == frozen }
+            h.daemons[frozen]?.signal(SIGSTOP)
+            // keepalive 5 s × 1.5 + will delay 2 s, then the others claim and connect.
+            let taken = await waitUntil(timeout: .seconds(40)) {
+                for d in lost {
+                    guard let claim = h.claim(d), claim.owner != frozen,
+                          h.observer.lastJSON("cast2mqtt/\(h.slug(d))/info")?["owner"]?.stringValue == claim.owner else { return false }
+                }
+                return true
+            }
+            if !taken { h.daemons[frozen]?.signal(SIGCONT) }
+            try #require(taken, "not taken over while frozen; logs:\n\(h.logs)")
+            var marks: [String: Int] = [:]
+            for d in lost { marks[d.id] = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").count }
+            let infos = lost.map { h.observer.messages(on: "cast2mqtt/\(h.slug($0))/info").count }
+            h.daemons[frozen]?.signal(SIGCONT)
+            // The resumed instance sees the newer claims and closes its connections to them.
+            let single = await waitUntil(timeout: .seconds(30)) {
+                for d in h.devices { guard (try? await d.state().connections) == 1 else { return false } }
+                return true
+            }
+            var counts: [String] = []
+            for d in h.devices { counts.append("\(d.name): \((try? await d.state().connections) ?? -1)") }
+            #expect(single, "connections: \(counts); logs:\n\(h.logs)")
+            // ... and published nothing for them: no offline, no info naming it.
+            for (n, d) in lost.enumerated() {
+                let availability = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").dropFirst(marks[d.id] ?? 0)
+                #expect(availability.allSatisfy { String(decoding: $0.payload, as: UTF8.self) == "online" })
+                let info = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/info").dropFirst(infos[n])
+                #expect(info.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"owner\":\"\(frozen)\"") })
+                #expect(h.claim(d)?.owner != frozen)
+            }
+            // The stale owner is back as a live instance (its document online again).
+            let back = await h.observer.waitJSON("cast2mqtt/bridge/instances/\(frozen)") { $0["state"] == .string("online") }
+            #expect(back != nil)
         }
     }
 }

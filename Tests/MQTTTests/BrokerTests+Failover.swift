@@ -51,6 +51,39 @@ extension BrokerTests {
         await client.shutdown(finalMessage: nil)
     }
 
+    /// A connection lost while its broker still works (here: the session taken over by another
+    /// client with the same id; a frozen process or a network blip alike) is tried again on the same
+    /// broker: the next one is for a broker that cannot be reached (instances on one base topic
+    /// must stay on the broker they share).
+    @Test(.timeLimit(.minutes(1)))
+    func aLostConnectionToAWorkingBrokerStaysOnIt() async throws {
+        let first = try MosquittoBroker()
+        let second = try MosquittoBroker()
+        defer {
+            first.stop()
+            second.stop()
+        }
+        let id = uniqueID("stay")
+        let (client, recorder) = try startClient(first.url, id: id) { $0.urls = [first.url, second.url] }
+        try client.subscribe("stay/#", qos: .atLeastOnce)
+        #expect(await recorder.waitConnected())
+        #expect(client.currentBroker == first.url)
+        // Another client with the same id takes the session over; it waits long before it would
+        // take it back, and is shut down once ours is back.
+        let (intruder, intruderEvents) = try startClient(first.url, id: id) {
+            $0.reconnectInitial = .seconds(30)
+            $0.reconnectMax = .seconds(30)
+        }
+        #expect(await intruderEvents.waitConnected())
+        #expect(await recorder.waitConnected(count: 2), "not reconnected: \(String(describing: client.lastError))")
+        await intruder.shutdown(finalMessage: nil)
+        #expect(client.currentBroker == first.url)
+        #expect(try await confirmSubscription(client, recorder, probeTopic: "stay/probe"))
+        second.stop()  // mosquitto's log reaches its file when it stops
+        #expect(!second.output.contains(id), "the client moved to the second broker")
+        await client.shutdown(finalMessage: nil)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func startsOnTheFirstBrokerThatAnswers() async throws {
         let down = try MosquittoBroker(start: false)
