@@ -282,6 +282,27 @@ let fleetIDs = (0..<60).map { String(format: "%032x", $0 &* 7919 &+ 17) }
         _ = owner
     }
 
+    /// Stale claims of another instance arrive (a broker that retained an old owner's claim, a
+    /// loser's resend): the owner says its claim again once, not once per echo of its own, and
+    /// republishes the device's retained topics when it has read it back (what the other
+    /// instance published meanwhile is overwritten).
+    @Test func staleClaimsAreAnsweredOnceAndTheOwnerRepublishes() {
+        var c = Cluster(["alpha": [tvID], "beta": [tvID]])
+        c.start()
+        let owner = c.owners(tvID)[0]
+        let epoch = c.retainedClaim(tvID)?.epoch ?? 0
+        c.refreshed = [:]
+        let stale = JSONOutput.bytes(Claim(owner: "zeta", epoch: epoch).json)
+        c.publish(Cluster.claimTopic(tvID), stale)
+        c.publish(Cluster.claimTopic(tvID), stale)
+        c.deliver()
+        #expect(c.queue.isEmpty, "the owner kept saying its claim again")
+        #expect(c.retainedClaim(tvID) == Claim(owner: owner, epoch: epoch + 1))
+        #expect(c.owners(tvID) == [owner])
+        #expect(c.refreshed[owner] == [tvID])
+        #expect(c.connected.values.map { $0.contains(tvID) ? 1 : 0 }.reduce(0, +) == 1)
+    }
+
     /// Every instance decides about every command; in each phase exactly one takes it.
     @Test func exactlyOneInstanceTakesACommandInEveryPhase() {
         var c = Cluster(["alpha": [tvID], "beta": [tvID], "gamma": [tvID]])

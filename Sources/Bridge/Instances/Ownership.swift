@@ -248,7 +248,9 @@ public struct Ownership: Sendable {
         gated = false
         // The claims received since the connect are the broker's retained values.
         for (id, h) in holding.sorted(by: { $0.key < $1.key }) {
-            if let claim = claims[id], claim.owner == me, retained[id] == claim {
+            // The last claim received is this instance's (the newest, or an echo of an older one
+            // it said before the newest): still its own.
+            if let claim = claims[id], claim.owner == me, retained[id]?.owner == me {
                 holding[id] = .confirmed(claim.epoch)
                 if connected.contains(id) {
                     // Still ours: its claim and retained topics go out again, as every retained
@@ -296,19 +298,28 @@ public struct Ownership: Sendable {
                 if gated {
                     holding[id] = .gated(best.epoch)
                 } else {
+                    let was = holding[id]
                     if !owns(id) { fx.logs.append("\(id): claimed (epoch \(best.epoch))") }
                     holding[id] = .confirmed(best.epoch)
-                    if !connected.contains(id) { connect(id, &fx) }
+                    if !connected.contains(id) {
+                        connect(id, &fx)
+                    } else if !Self.isConfirmed(was) {
+                        // Confirmed again while connected (its claim had to be said again): what
+                        // the losing instance published meanwhile is overwritten.
+                        fx.refresh.append(id)
+                    }
                 }
-            } else if !stopping {
+            } else if claim.owner != me, !stopping {
                 // An older or equal claim of a losing instance overwrote ours at the broker: say
-                // ours again, newer, so the retained value is the owner's.
+                // ours again, newer, so the retained value is the owner's (once: the claim is
+                // the table's when it comes back). An older claim of this instance's own is an
+                // echo of what it said before: the newer one follows.
                 let e = best.epoch + 1
+                if case .claiming(let pending)? = holding[id], pending >= e { return fx }
                 holding[id] = .claiming(e)
-                claims[id] = Claim(owner: me, epoch: e)
                 fx.publications.append(claimPublication(id, Claim(owner: me, epoch: e)))
             }
-        } else if holding[id] != nil {
+        } else if holding[id] != nil || connected.contains(id) {
             fx.logs.append("\(id): \(best.owner) claimed it (epoch \(best.epoch)); letting it go")
             lose(id, &fx)
         }
@@ -360,6 +371,11 @@ public struct Ownership: Sendable {
         holding[id] = .claiming(claim.epoch)
         fx.publications.append(claimPublication(id, claim))
         fx.logs.append("\(id): claiming (epoch \(claim.epoch)\(current.map { ", from \($0.owner)" } ?? ""))")
+    }
+
+    private static func isConfirmed(_ holding: Holding?) -> Bool {
+        if case .confirmed? = holding { return true }
+        return false
     }
 
     private mutating func connect(_ id: DeviceID, _ fx: inout OwnershipEffects) {
