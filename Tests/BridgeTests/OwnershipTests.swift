@@ -303,6 +303,23 @@ let fleetIDs = (0..<60).map { String(format: "%032x", $0 &* 7919 &+ 17) }
         #expect(c.connected.values.map { $0.contains(tvID) ? 1 : 0 }.reduce(0, +) == 1)
     }
 
+    /// The owner is saying its claim again (a stale claim arrived) when its broker connection
+    /// drops: the reconnect forgets the unconfirmed claim but the Cast connection is still open;
+    /// another instance's newer claim closes it.
+    @Test func aConnectedDeviceWhoseClaimAReconnectDroppedIsReleased() {
+        var c = Cluster(["alpha": [tvID], "beta": [tvID]])
+        c.start()
+        let owner = c.owners(tvID)[0]
+        let other = owner == "alpha" ? "beta" : "alpha"
+        let epoch = c.retainedClaim(tvID)?.epoch ?? 0
+        c.route(owner, Cluster.claimTopic(tvID), JSONOutput.bytes(Claim(owner: "zeta", epoch: epoch).json))
+        let now = c.now
+        c.run(owner) { $0.connected(now: now) }
+        #expect(c.connected[owner]?.contains(tvID) == true)
+        c.route(owner, Cluster.claimTopic(tvID), JSONOutput.bytes(Claim(owner: other, epoch: epoch + 5).json))
+        #expect(c.connected[owner]?.contains(tvID) == false, "the stale Cast connection was kept")
+    }
+
     /// Every instance decides about every command; in each phase exactly one takes it.
     @Test func exactlyOneInstanceTakesACommandInEveryPhase() {
         var c = Cluster(["alpha": [tvID], "beta": [tvID], "gamma": [tvID]])
