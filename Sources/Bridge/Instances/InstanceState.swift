@@ -5,6 +5,10 @@ import Foundation
 struct InstanceState: Sendable {
     var ownership: Ownership
     var held = HeldCommands()
+    /// Commands for devices of other live instances, until their owner answers them.
+    var unanswered: UnansweredCommands
+    /// `unanswered.dropped` when it was last logged.
+    var droppedLogged = 0
     var primary = false
     /// When this instance took each device it owns and has not seen online yet.
     var gainedAt: [DeviceID: Date] = [:]
