@@ -229,7 +229,8 @@ extension BridgeCore {
             let next = ownership.ruleOwner(id)
             guard next == ownership.me || (next == nil && ownership.owner(id) == ownership.me) else { continue }
             let dev = registry.topicName(id)
-            out.logs.append("\(dev): answering busy \(commands.count) commands that instance \(gone) never answered before it stopped")
+            out.logs.append("\(dev): answering busy \(commands.count == 1 ? "the command" : "\(commands.count) commands") "
+                + "that instance \(gone) never answered before it stopped")
             for command in commands {
                 var ctx = Self.context(command.name, default: topics.response(dev), responseTopic: nil, correlationData: nil, now: now)
                 ctx.id = command.id
