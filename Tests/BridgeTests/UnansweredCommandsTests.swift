@@ -185,3 +185,37 @@ import Testing
         #expect(Harness { $0.instance = "alpha" }.core.subscriptions.contains("cast2mqtt/+/response"))
     }
 }
+
+extension UnansweredCommandsTests {
+    /// A frozen owner that comes back after its will: the commands it received before the will
+    /// (buffered while frozen) are answered once, by the next owner, not a second time by it.
+    @Test func aFrozenOwnerDoesNotAnswerWhatTheNextOwnerAnswered() throws {
+        var c = CoreCluster(["alpha", "beta"])
+        for name in ["alpha", "beta"] { c.connect(name) }
+        for name in ["alpha", "beta"] { c.feed(name, .deviceDiscovered(tvDescriptor())) }
+        c.deliver()
+        c.pass(4)
+        let owner = try #require(["alpha", "beta"].first { c.owns($0, tvID) })
+        let other = owner == "alpha" ? "beta" : "alpha"
+        c.away.insert(owner)
+        let command = Publication(topic: "cast2mqtt/living_room_tv/command/pause", text: #"{"id": "frozen-1"}"#, retain: false)
+        c.queue.append(command)
+        c.deliver()
+        // Its will; the other takes the device and answers the command.
+        c.queue.append(Publication(topic: "cast2mqtt/bridge/instances/\(owner)", payload: [], retain: true))
+        c.retained.removeValue(forKey: "cast2mqtt/bridge/instances/\(owner)")
+        c.deliver()
+        #expect(c.owns(other, tvID))
+        // It wakes up: the command it had buffered, then its will, from its session; then the reconnect.
+        c.feed(owner, .instanceResumed(gap: 60))
+        c.deliver(command, to: owner)
+        c.deliver(Publication(topic: "cast2mqtt/bridge/instances/\(owner)", payload: [], retain: true), to: owner)
+        c.connect(owner)
+        c.deliver()
+        c.pass(12)
+        let answers = c.responses("cast2mqtt/living_room_tv/response").filter { $0.1["id"] == .string("frozen-1") }
+        #expect(answers.count == 1, "\(answers)")
+        #expect(answers.first?.0 == other)
+        #expect(answers.first?.1["error"]?["code"] == .string("busy"))
+    }
+}

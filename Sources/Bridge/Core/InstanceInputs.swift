@@ -15,7 +15,7 @@ extension BridgeCore {
         var gone: String?
         if topic.hasPrefix(ownership.instancesPrefix) {
             let name = String(topic.dropFirst(ownership.instancesPrefix.count))
-            if payload.isEmpty, name != ownership.me, ownership.documents[name] != nil { gone = name }
+            if payload.isEmpty, ownership.documents[name] != nil { gone = name }
             fx = instances?.ownership.documentReceived(name, payload, now: now)
         } else if topic.hasPrefix(ownership.claimsPrefix) {
             fx = instances?.ownership.claimReceived(String(topic.dropFirst(ownership.claimsPrefix.count)), payload, now: now)
@@ -26,7 +26,15 @@ extension BridgeCore {
             return false
         }
         if let fx { applyOwnership(fx, now: now, &out) }
-        if let gone { answerUnanswered(of: gone, now: now, &out) }
+        if let gone, gone == ownership.me {
+            // This instance's own will fired (it was frozen or cut off): the others answer what
+            // it held while they saw it live.
+            if let n = instances?.held.dropKeptByOthers(), n > 0 {
+                out.logs.append("this instance's will fired: \(n) held commands are answered by the devices' next owners")
+            }
+        } else if let gone {
+            answerUnanswered(of: gone, now: now, &out)
+        }
         return true
     }
 
@@ -163,8 +171,11 @@ extension BridgeCore {
         case .hold:
             break
         }
+        let me = state.ownership.me
+        let kept = state.ownership.owner(id) == me && state.ownership.documents[me]?.state == .online
+            && Self.validResponseTopic(responseTopic) == nil
         let held = HeldCommands.Held(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlationData,
-                                     until: now.addingTimeInterval(HeldCommands.bound))
+                                     until: now.addingTimeInterval(HeldCommands.bound), keptByOthers: kept)
         if instances?.held.hold(id, held) != true { answerBusy(held, now: now, &out) }
         return false
     }
