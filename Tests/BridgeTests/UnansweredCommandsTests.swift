@@ -95,15 +95,21 @@ import Testing
 
     // MARK: - Three instances around the miniature broker
 
+    /// Instances that all reach the TV, settled: one of them owns it.
+    func settled(_ names: [String]) -> CoreCluster {
+        var c = CoreCluster(names)
+        for name in names { c.connect(name) }
+        for name in names { c.feed(name, .deviceDiscovered(tvDescriptor())) }
+        c.deliver()
+        c.pass(4)
+        return c
+    }
+
     /// SIGKILL of the owner: commands sent after it died and before its will fired get exactly one
     /// answer, `busy` with `retry_after`, from the instance that takes the device; a command the
     /// owner answered before it died gets no second one.
     @Test func commandsSentToAKilledOwnerBeforeItsWillAreAnsweredOnce() throws {
-        var c = CoreCluster(["alpha", "beta", "gamma"])
-        for name in ["alpha", "beta", "gamma"] { c.connect(name) }
-        for name in ["alpha", "beta", "gamma"] { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
+        var c = settled(["alpha", "beta", "gamma"])
         let owner = try #require(["alpha", "beta", "gamma"].first { c.owns($0, tvID) })
         // Answered by the owner while it lives: the others forget it.
         c.publish("cast2mqtt/living_room_tv/command/volume", #"{"id": "before", "level": 0.3}"#)
@@ -145,11 +151,7 @@ import Testing
     /// SIGTERM: the owner answers what came before its `stopping` document; its document cleared
     /// at the end adds no answer.
     @Test func aCleanStopAddsNoAnswer() throws {
-        var c = CoreCluster(["alpha", "beta", "gamma"])
-        for name in ["alpha", "beta", "gamma"] { c.connect(name) }
-        for name in ["alpha", "beta", "gamma"] { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
+        var c = settled(["alpha", "beta", "gamma"])
         let owner = try #require(["alpha", "beta", "gamma"].first { c.owns($0, tvID) })
         c.publish("cast2mqtt/living_room_tv/command/pause", #"{"id": "p"}"#)
         c.feed(owner, .instanceStop)
@@ -166,11 +168,7 @@ import Testing
 
     /// A command with an MQTT 5 Response Topic is answered where the others do not listen: not kept.
     @Test func aCommandWithAResponseTopicIsNotKept() throws {
-        var c = CoreCluster(["alpha", "beta"])
-        for name in ["alpha", "beta"] { c.connect(name) }
-        for name in ["alpha", "beta"] { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
+        var c = settled(["alpha", "beta"])
         let other = try #require(["alpha", "beta"].first { !c.owns($0, tvID) })
         c.feed(other, .mqttMessage(topic: "cast2mqtt/living_room_tv/command/play", payload: Array(#"{"id":1}"#.utf8),
                                    responseTopic: "client/answers", correlationData: [1]))
@@ -190,11 +188,7 @@ extension UnansweredCommandsTests {
     /// A frozen owner that comes back after its will: the commands it received before the will
     /// (buffered while frozen) are answered once, by the next owner, not a second time by it.
     @Test func aFrozenOwnerDoesNotAnswerWhatTheNextOwnerAnswered() throws {
-        var c = CoreCluster(["alpha", "beta"])
-        for name in ["alpha", "beta"] { c.connect(name) }
-        for name in ["alpha", "beta"] { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
+        var c = settled(["alpha", "beta"])
         let owner = try #require(["alpha", "beta"].first { c.owns($0, tvID) })
         let other = owner == "alpha" ? "beta" : "alpha"
         c.away.insert(owner)
