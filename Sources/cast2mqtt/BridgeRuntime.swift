@@ -98,6 +98,10 @@ final class BridgeRuntime: Sendable {
             case .message(let m) where !mirrors.isEmpty && RuntimeObservers.isMirrored(m.topic, base: base):
                 // Instance mode: another instance's device documents, for the page only.
                 observers.mirror(topic: m.topic, payload: m.payload)
+                // The core sees the responses too: a command a dead owner never answered (UnansweredCommands).
+                if m.topic.hasSuffix("/response") {
+                    inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: nil, correlationData: nil)))
+                }
             case .message(let m):
                 inputs.push(.bridge(.mqttMessage(topic: m.topic, payload: m.payload, responseTopic: m.responseTopic,
                                                  correlationData: m.correlationData)))
@@ -105,7 +109,8 @@ final class BridgeRuntime: Sendable {
         })
         // Subscribed before the client starts: the first connection subscribes at once.
         let qos = Adapt.qos(configuration.mqtt.qos)
-        for filter in core.subscriptions + mirrors { try mqtt.subscribe(filter, qos: qos) }
+        let subscriptions = core.subscriptions
+        for filter in subscriptions + mirrors.filter({ !subscriptions.contains($0) }) { try mqtt.subscribe(filter, qos: qos) }
         let discovery = DeviceDiscovery(configuration: configuration.discovery, logger: .component("discovery"))
         let environment = ProcessInfo.processInfo.environment
         let offCoreLoop = environment["CAST2MQTT_TEST_HOOKS"] == "1" && environment["CAST2MQTT_TEST_OFF_CORE_LOOP"] == "1"

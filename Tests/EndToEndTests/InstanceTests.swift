@@ -132,6 +132,8 @@ final class InstancesHarness: @unchecked Sendable {
     /// SIGKILL of an owner: the kernel closes its socket, so the broker fires its will after the will
     /// delay (2 s here; a frozen or unreachable one only after keepalive × 1.5 more); the will clears
     /// its document and the others take its devices, connected and online again, within 5 s more.
+    /// A command sent to a device of the dead owner before its will fires is answered exactly once
+    /// (`busy` with `retry_after`, by the next owner when the will fires).
     @Test func sigkillHandsOverAfterTheWill() async throws {
         try await withClosing(try await InstancesHarness(devices: 4, instances: ["a", "b"]), close: { await $0.close() }) { h in
             let settled = await h.waitSettled()
@@ -142,6 +144,9 @@ final class InstancesHarness: @unchecked Sendable {
             for d in owned { marks[d.id] = h.observer.messages(on: "cast2mqtt/\(h.slug(d))/availability").count }
             let killed = ContinuousClock.now
             h.daemons[victim]?.signal(SIGKILL)
+            let slug = h.slug(h.devices[0])
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/\(slug)/command/volume",
+                                             payload: Array(#"{"id": "after-kill-1", "level": 0.35}"#.utf8), qos: .atLeastOnce))
             let moved = await waitUntil(timeout: .seconds(40)) {
                 owned.allSatisfy { d in
                     guard let claim = h.claim(d), claim.owner != victim else { return false }
@@ -155,6 +160,21 @@ final class InstancesHarness: @unchecked Sendable {
             #expect(handover < .seconds(2 + 5 + 5), "target: will delay + 5 s (generous bound + 5 s): \(handover)")
             // The broker's will cleared the dead instance's document.
             #expect(h.observer.messages(on: "cast2mqtt/bridge/instances/\(victim)").last?.payload.isEmpty == true)
+            // The command sent between the kill and the will: one answer, even after a later
+            // command to the same device has been answered (a late second one would come first).
+            func answers(_ id: String) -> [JSONValue] {
+                h.observer.messages(on: "cast2mqtt/\(slug)/response").compactMap { JSONValue.parse($0.payload) }.filter { $0["id"] == .string(id) }
+            }
+            let answered = await waitUntil(timeout: .seconds(20)) { !answers("after-kill-1").isEmpty }
+            #expect(answered, "no answer to the command sent after the kill; logs:\n\(h.logs)")
+            try h.client.publish(MQTTMessage(topic: "cast2mqtt/\(slug)/command/volume",
+                                             payload: Array(#"{"id": "fence-1", "level": 0.3}"#.utf8), qos: .atLeastOnce))
+            let fenced = await waitUntil(timeout: .seconds(20)) { !answers("fence-1").isEmpty }
+            #expect(fenced)
+            let once = answers("after-kill-1")
+            #expect(once.count == 1, "\(once)")
+            #expect(once.allSatisfy { $0["status"] == .string("ok") || ($0["error"]?["code"] == .string("busy") && $0["error"]?["retry_after"] != nil) },
+                    "\(once)")
             let single = await waitUntil(timeout: .seconds(15)) {
                 for d in h.devices { guard (try? await d.state().connections) == 1 else { return false } }
                 return true

@@ -22,13 +22,6 @@ from inst_cluster import (CAST2MQTT, CAST_SIM, MEASURED, Broker, Instance, Obser
                           testnet, wait_settled)
 
 
-def pytest_configure(config) -> None:  # noqa: ANN001
-    config.addinivalue_line(
-        "markers",
-        "known_gap: a behaviour issue #31 asks for that instance mode does not have yet (see the test's "
-        "docstring); deselected by scripts/test, run with `-m known_gap` to see where it stands")
-
-
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
     if MEASURED:
         terminalreporter.section("times measured with three instances")

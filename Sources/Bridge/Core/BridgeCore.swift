@@ -69,6 +69,7 @@ public struct BridgeCore: Sendable {
             instances = InstanceState(
                 ownership: Ownership(me: me, base: configuration.mqtt.baseTopic, version: configuration.version, started: startedAt,
                                      willDelay: InstanceWill.delay(configuration), primary: configuration.primary),
+                unanswered: UnansweredCommands(keepalive: configuration.mqtt.keepalive, willDelay: InstanceWill.delay(configuration)),
                 prefer: configuration.prefer)
         }
     }
@@ -118,7 +119,8 @@ public struct BridgeCore: Sendable {
 
     /// Topic filters the MQTT side subscribes to (after every connect).
     public var subscriptions: [String] {
-        topics.subscriptions(homeAssistant: configuration.homeassistant.enabled) + (instances?.ownership.subscriptions ?? [])
+        topics.subscriptions(homeAssistant: configuration.homeassistant.enabled)
+            + (instances.map { $0.ownership.subscriptions + [topics.response("+")] } ?? [])
     }
 
     /// The last will: the retained `offline` on `bridge/state`; in instance mode the empty

@@ -8,28 +8,46 @@ import Foundation
 /// owns (confirmed), the plain bridge topics while it is the primary, and responses (a response
 /// exists only for a command this instance took). None of this runs in single mode.
 extension BridgeCore {
-    /// A message on `bridge/instances/+` or `bridge/claims/+`; false for any other topic.
+    /// A message on `bridge/instances/+`, `bridge/claims/+` or `<base>/+/response`; false for any other topic.
     mutating func instanceMessage(_ topic: String, _ payload: [UInt8], now: Date, _ out: inout BridgeOutput) -> Bool {
         guard let ownership = instances?.ownership else { return false }
         let fx: OwnershipEffects?
+        var gone: String?
         if topic.hasPrefix(ownership.instancesPrefix) {
-            fx = instances?.ownership.documentReceived(String(topic.dropFirst(ownership.instancesPrefix.count)), payload, now: now)
+            let name = String(topic.dropFirst(ownership.instancesPrefix.count))
+            if payload.isEmpty, ownership.documents[name] != nil { gone = name }
+            fx = instances?.ownership.documentReceived(name, payload, now: now)
         } else if topic.hasPrefix(ownership.claimsPrefix) {
             fx = instances?.ownership.claimReceived(String(topic.dropFirst(ownership.claimsPrefix.count)), payload, now: now)
+        } else if let dev = responseDevice(topic) {
+            if let id = registry.device(topic: dev) { responseSeen(id, payload) }
+            return true
         } else {
             return false
         }
         if let fx { applyOwnership(fx, now: now, &out) }
+        if let gone, gone == ownership.me {
+            // This instance's own will fired (it was frozen or cut off): the others answer what
+            // it held while they saw it live.
+            if let n = instances?.held.dropKeptByOthers(), n > 0 {
+                out.logs.append("this instance's will fired: \(n) held commands are answered by the devices' next owners")
+            }
+        } else if let gone {
+            answerUnanswered(of: gone, now: now, &out)
+        }
         return true
     }
 
     /// After every broker (re)connect: every device held until its claim is read again.
     mutating func instanceConnected(now: Date, _ out: inout BridgeOutput) {
         instances?.primary = false
+        // Responses may have been missed while away: what was remembered is no guide.
+        instances?.unanswered.forgetAll()
         if let fx = instances?.ownership.connected(now: now) { applyOwnership(fx, now: now, &out) }
     }
 
     mutating func instanceResumed(gap: Double, now: Date, _ out: inout BridgeOutput) {
+        instances?.unanswered.forgetAll()
         if let fx = instances?.ownership.resumed(now: now, gap: gap) { applyOwnership(fx, now: now, &out) }
     }
 
@@ -40,6 +58,13 @@ extension BridgeCore {
     mutating func instanceTick(now: Date, _ out: inout BridgeOutput) {
         if let fx = instances?.ownership.tick(now: now) { applyOwnership(fx, now: now, &out) }
         for held in instances?.held.expired(now: now) ?? [] { answerBusy(held, now: now, &out) }
+        instances?.unanswered.expire(now: now)
+        if let state = instances, state.unanswered.dropped > state.droppedLogged {
+            out.logs.append("\(state.unanswered.dropped - state.droppedLogged) commands for devices of other instances were "
+                + "forgotten to keep the bound (\(UnansweredCommands.perDevice) per device, \(UnansweredCommands.total) in all): "
+                + "if their owner dies before answering them, they get no answer")
+            instances?.droppedLogged = state.unanswered.dropped
+        }
     }
 
     /// After every input: this instance's reach of the device it concerned, the commands held for
@@ -135,6 +160,7 @@ extension BridgeCore {
         guard let id = registry.device(topic: deviceTopic) else { return false }
         switch state.ownership.decide(id) {
         case .ignore:
+            rememberUnanswered(id, topic: topic, payload: payload, responseTopic: responseTopic, now: now)
             return false
         case .run:
             // Just taken over and not connected yet: wait for it (never device_offline for a
@@ -145,8 +171,11 @@ extension BridgeCore {
         case .hold:
             break
         }
+        let me = state.ownership.me
+        let kept = state.ownership.owner(id) == me && state.ownership.documents[me]?.state == .online
+            && Self.validResponseTopic(responseTopic) == nil
         let held = HeldCommands.Held(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlationData,
-                                     until: now.addingTimeInterval(HeldCommands.bound))
+                                     until: now.addingTimeInterval(HeldCommands.bound), keptByOthers: kept)
         if instances?.held.hold(id, held) != true { answerBusy(held, now: now, &out) }
         return false
     }
@@ -159,6 +188,67 @@ extension BridgeCore {
         for held in list {
             mqttMessage(topic: held.topic, payload: held.payload, responseTopic: held.responseTopic,
                         correlationData: held.correlationData, now: now, &out)
+        }
+    }
+
+    // MARK: - Commands a killed owner never answered
+
+    /// A command another live instance owns the device of: remembered until its response is seen
+    /// (UnansweredCommands). One with a valid MQTT 5 Response Topic is not: its answer goes where
+    /// this instance does not listen.
+    private mutating func rememberUnanswered(_ id: DeviceID, topic: String, payload: [UInt8], responseTopic: String?, now: Date) {
+        guard let ownership = instances?.ownership, let owner = ownership.owner(id), owner != ownership.me,
+              ownership.documents[owner]?.state == .online, Self.validResponseTopic(responseTopic) == nil else { return }
+        switch topics.parse(topic) {
+        case .deviceCommand(_, let command)?:
+            // The id the owner's response carries (CommandParser: the envelope's, also on failure).
+            let commandID: JSONValue?
+            switch parser.bodyAndEnvelope(payload) {
+            case .success(let (_, envelope)): commandID = envelope.id
+            case .failure(let f): commandID = f.id
+            }
+            instances?.unanswered.remember(id, owner: owner, name: String(command.prefix(64)), id: commandID, now: now)
+        case .deviceSend?:
+            instances?.unanswered.remember(id, owner: owner, name: "send", id: nil, now: now)
+        default:
+            return
+        }
+    }
+
+    /// `<base>/<dev>/response`: the device's topic name.
+    private func responseDevice(_ topic: String) -> String? {
+        let base = topics.base + "/", leaf = "/response"
+        guard topic.hasPrefix(base), topic.hasSuffix(leaf), topic.utf8.count > base.utf8.count + leaf.utf8.count else { return nil }
+        let dev = String(topic.dropFirst(base.count).dropLast(leaf.count))
+        guard !dev.contains("/"), dev != "bridge" else { return nil }
+        return dev
+    }
+
+    /// The owner's response to a command: that command is answered.
+    private mutating func responseSeen(_ id: DeviceID, _ payload: [UInt8]) {
+        guard instances?.unanswered.count ?? 0 > 0, case .success(.json(let response)) = parser.body(payload),
+              case .string(let name)? = response["command"] else { return }
+        instances?.unanswered.answered(id, name: name, id: response["id"])
+    }
+
+    /// `gone`'s document was cleared (its will fired, or its clean stop ended): every command it
+    /// never answered is answered `busy` once, by the rule's next owner of the device (all
+    /// instances compute the same); the others forget theirs.
+    private mutating func answerUnanswered(of gone: String, now: Date, _ out: inout BridgeOutput) {
+        guard let lists = instances?.unanswered.ownerGone(gone), let ownership = instances?.ownership else { return }
+        for (id, commands) in lists {
+            let next = ownership.ruleOwner(id)
+            guard next == ownership.me || (next == nil && ownership.owner(id) == ownership.me) else { continue }
+            let dev = registry.topicName(id)
+            out.logs.append("\(dev): answering busy \(commands.count == 1 ? "the command" : "\(commands.count) commands") "
+                + "that instance \(gone) never answered before it stopped")
+            for command in commands {
+                var ctx = Self.context(command.name, default: topics.response(dev), responseTopic: nil, correlationData: nil, now: now)
+                ctx.id = command.id
+                respond(ctx, .failure(BridgeError(.busy, "the bridge instance that owned \(dev) (\(gone)) stopped before answering; "
+                                                  + "the command may or may not have run; try again", retryAfter: HeldCommands.retryAfter)),
+                        &out)
+            }
         }
     }
 

@@ -5,6 +5,10 @@ import Foundation
 struct InstanceState: Sendable {
     var ownership: Ownership
     var held = HeldCommands()
+    /// Commands for devices of other live instances, until their owner answers them.
+    var unanswered: UnansweredCommands
+    /// `unanswered.dropped` when it was last logged.
+    var droppedLogged = 0
     var primary = false
     /// When this instance took each device it owns and has not seen online yet.
     var gainedAt: [DeviceID: Date] = [:]
@@ -30,6 +34,10 @@ struct HeldCommands: Sendable {
         var responseTopic: String?
         var correlationData: [UInt8]?
         var until: Date
+        /// Held while this instance owned the device and was live in everyone's view: the other
+        /// instances keep it too (UnansweredCommands), and if this instance's will fires they
+        /// answer it, so it must not.
+        var keptByOthers = false
     }
 
     /// How long a command waits for its device to come online with its new owner: a clean
@@ -55,6 +63,19 @@ struct HeldCommands: Sendable {
         let list = byDevice.removeValue(forKey: id) ?? []
         count -= list.count
         return list
+    }
+
+    /// This instance's will fired: forgets the commands the others answer. Returns how many.
+    mutating func dropKeptByOthers() -> Int {
+        guard count > 0 else { return 0 }
+        var gone = 0
+        for (id, list) in byDevice where list.contains(where: \.keptByOthers) {
+            let rest = list.filter { !$0.keptByOthers }
+            byDevice[id] = rest.isEmpty ? nil : rest
+            gone += list.count - rest.count
+        }
+        count -= gone
+        return gone
     }
 
     /// The held commands past their bound, in arrival order per device.
