@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import sys
 import time
 
@@ -40,6 +39,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "lib"))
 from bench_bridge import Bridge, json_or_none, topic  # noqa: E402
 from bench_fleet import Fleet, measure_restart, retained_topics  # noqa: E402
 from bench_procs import Broker  # noqa: E402
+import testnet  # noqa: E402
 
 CAST2MQTT = os.environ.get("CAST2MQTT_BIN", str(ROOT / ".build" / "debug" / "cast2mqtt"))
 CAST_SIM = os.environ.get("CAST_SIM", str(ROOT / ".build" / "debug" / "cast-sim"))
@@ -57,12 +57,7 @@ def need(reason: str | None) -> None:
 
 @pytest.fixture
 def fleet(tmp_path: pathlib.Path):
-    reason = None
-    for path in (CAST2MQTT, CAST_SIM):
-        if not os.access(path, os.X_OK):
-            reason = reason or f"{path} is missing (scripts/test builds it)"
-    if shutil.which("mosquitto") is None:
-        reason = reason or "mosquitto is not installed"
+    reason = testnet.missing_programs(CAST2MQTT, CAST_SIM)
     need(reason)
     first = f"127.{40 + os.getpid() % 200}.128.1"
     broker = Broker(str(tmp_path))

@@ -10,9 +10,7 @@ requirement fails instead of skipping).
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 import signal
 import time
 
@@ -83,12 +81,7 @@ def three_running(request) -> None:  # noqa: ANN001
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    reason = testnet.unavailable()
-    for path in (CAST2MQTT, CAST_SIM):
-        if not os.access(path, os.X_OK):
-            reason = reason or f"{path} is missing (scripts/test builds it)"
-    if shutil.which("mosquitto") is None:
-        reason = reason or "mosquitto is not installed"
+    reason = testnet.unavailable() or testnet.missing_programs(CAST2MQTT, CAST_SIM)
     need(reason)
     net = testnet.TestNetwork()
     made: Cluster | None = None

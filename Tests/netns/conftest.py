@@ -21,7 +21,6 @@ tests share); this module holds the fixtures and re-exports the pieces for the t
 
 from __future__ import annotations
 
-import os
 import pathlib
 import shutil
 import socket
@@ -58,12 +57,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
 
 @pytest.fixture(scope="session")
 def network():
-    reason = testnet.unavailable()
-    for path in (CAST2MQTT, CAST_SIM):
-        if not os.access(path, os.X_OK):
-            reason = reason or f"{path} is missing (scripts/test builds it)"
-    if shutil.which("mosquitto") is None:
-        reason = reason or "mosquitto is not installed"
+    reason = testnet.unavailable() or testnet.missing_programs(CAST2MQTT, CAST_SIM)
     need(reason)
     net = testnet.TestNetwork()
     try:

@@ -38,6 +38,17 @@ def _run(*args: str, input: str | None = None, timeout: float = 60) -> str:
     return result.stdout.strip()
 
 
+def missing_programs(*binaries: str) -> str | None:
+    """Why the project's processes cannot run here: the first of `binaries` (paths) that is not an
+    executable file, or mosquitto not installed; None when everything is there."""
+    for path in binaries:
+        if not os.access(path, os.X_OK):
+            return f"{path} is missing (scripts/test builds it)"
+    if shutil.which("mosquitto") is None:
+        return "mosquitto is not installed"
+    return None
+
+
 def unavailable() -> str | None:
     """Why a test network cannot be built here, or None."""
     if os.geteuid() != 0:
