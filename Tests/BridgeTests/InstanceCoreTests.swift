@@ -6,6 +6,16 @@ import Testing
 /// Several `BridgeCore`s in instance mode around a tiny broker (retained messages, one delivery
 /// order, topic filters): what each publishes, which one connects and answers.
 struct CoreCluster {
+    /// Instances that all reach the TV, connected and past the settle time: one of them owns it.
+    static func settled(_ names: [String]) -> CoreCluster {
+        var c = CoreCluster(names)
+        for name in names { c.connect(name) }
+        for name in names { c.feed(name, .deviceDiscovered(tvDescriptor())) }
+        c.deliver()
+        c.pass(4)
+        return c
+    }
+
     var cores: [String: Harness] = [:]
     var queue: [Publication] = []
     var retained: [String: [UInt8]] = [:]
@@ -124,14 +134,7 @@ struct CoreCluster {
         #expect(out.json("cast2mqtt/living_room_tv/info")?["owner"] == nil)
     }
 
-    func started(_ names: [String] = ["alpha", "beta"]) -> CoreCluster {
-        var c = CoreCluster(names)
-        for name in names { c.connect(name) }
-        for name in names { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
-        return c
-    }
+    func started(_ names: [String] = ["alpha", "beta"]) -> CoreCluster { CoreCluster.settled(names) }
 
     @Test func onlyTheOwnerConnectsAndPublishesTheDevice() throws {
         let c = started()

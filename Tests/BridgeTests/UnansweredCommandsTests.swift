@@ -95,15 +95,7 @@ import Testing
 
     // MARK: - Three instances around the miniature broker
 
-    /// Instances that all reach the TV, settled: one of them owns it.
-    func settled(_ names: [String]) -> CoreCluster {
-        var c = CoreCluster(names)
-        for name in names { c.connect(name) }
-        for name in names { c.feed(name, .deviceDiscovered(tvDescriptor())) }
-        c.deliver()
-        c.pass(4)
-        return c
-    }
+    func settled(_ names: [String]) -> CoreCluster { CoreCluster.settled(names) }
 
     /// SIGKILL of the owner: commands sent after it died and before its will fired get exactly one
     /// answer, `busy` with `retry_after`, from the instance that takes the device; a command the
