@@ -177,10 +177,9 @@ final class Consumer {
         guard let last = lastTaken else { return }
         let gap = now - last
         guard gap > .seconds(runtime.configuration.mqtt.keepalive) else { return }
-        let seconds = Double(gap.components.seconds) + Double(gap.components.attoseconds) / 1e18
         logger.warning("the process was frozen; holding every device until its claim is confirmed",
-                       metadata: ["freeze.seconds": "\(Int(seconds))"])
-        apply(.instanceResumed(gap: seconds))
+                       metadata: ["freeze.seconds": "\(gap.components.seconds)"])
+        apply(.instanceResumed(gap: gap / .seconds(1)))
     }
 
     /// SIGTERM in instance mode: say `stopping` and wait (at most `handoverBound`) until the other
