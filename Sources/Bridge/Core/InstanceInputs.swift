@@ -10,15 +10,20 @@ import Foundation
 extension BridgeCore {
     /// A message on `bridge/instances/+`, `bridge/claims/+` or `<base>/+/response`; false for any other topic.
     mutating func instanceMessage(_ topic: String, _ payload: [UInt8], now: Date, _ out: inout BridgeOutput) -> Bool {
-        guard let ownership = instances?.ownership else { return false }
+        // The prefixes and the name only, not a copy of the ownership: a copy alive while the
+        // ownership changes below would make it copy its tables (every claim, every document)
+        // on every message.
+        guard let (instancesPrefix, claimsPrefix, me) = instances.map({
+            ($0.ownership.instancesPrefix, $0.ownership.claimsPrefix, $0.ownership.me)
+        }) else { return false }
         let fx: OwnershipEffects?
         var gone: String?
-        if topic.hasPrefix(ownership.instancesPrefix) {
-            let name = String(topic.dropFirst(ownership.instancesPrefix.count))
-            if payload.isEmpty, ownership.documents[name] != nil { gone = name }
+        if topic.hasPrefix(instancesPrefix) {
+            let name = String(topic.dropFirst(instancesPrefix.count))
+            if payload.isEmpty, instances?.ownership.documents[name] != nil { gone = name }
             fx = instances?.ownership.documentReceived(name, payload, now: now)
-        } else if topic.hasPrefix(ownership.claimsPrefix) {
-            fx = instances?.ownership.claimReceived(String(topic.dropFirst(ownership.claimsPrefix.count)), payload, now: now)
+        } else if topic.hasPrefix(claimsPrefix) {
+            fx = instances?.ownership.claimReceived(String(topic.dropFirst(claimsPrefix.count)), payload, now: now)
         } else if let dev = responseDevice(topic) {
             if let id = registry.device(topic: dev) { responseSeen(id, payload) }
             return true
@@ -26,7 +31,7 @@ extension BridgeCore {
             return false
         }
         if let fx { applyOwnership(fx, now: now, &out) }
-        if let gone, gone == ownership.me {
+        if let gone, gone == me {
             // This instance's own will fired (it was frozen or cut off): the others answer what
             // it held while they saw it live.
             if let n = instances?.held.dropKeptByOthers(), n > 0 {
@@ -155,25 +160,28 @@ extension BridgeCore {
     /// every command and decides by the broker's order). Held or ignored commands return false.
     mutating func instanceAdmits(_ deviceTopic: String, topic: String, payload: [UInt8], responseTopic: String?,
                                  correlationData: [UInt8]?, now: Date, _ out: inout BridgeOutput) -> Bool {
-        guard let state = instances else { return true }
+        // Read through `instances` rather than a copy of it: a copy alive while the commands
+        // remembered or held change would make them copy their tables on every command.
+        guard instances != nil else { return true }
         // A topic this instance does not know names a device of another segment: its owner answers.
-        guard let id = registry.device(topic: deviceTopic) else { return false }
-        switch state.ownership.decide(id) {
+        guard let id = registry.device(topic: deviceTopic), let decision = instances?.ownership.decide(id) else { return false }
+        switch decision {
         case .ignore:
             rememberUnanswered(id, topic: topic, payload: payload, responseTopic: responseTopic, now: now)
             return false
         case .run:
             // Just taken over and not connected yet: wait for it (never device_offline for a
             // device that only changes hands).
-            guard registry[id]?.online != true, let gained = state.gainedAt[id], now.timeIntervalSince(gained) < HeldCommands.bound else {
+            guard registry[id]?.online != true, let gained = instances?.gainedAt[id], now.timeIntervalSince(gained) < HeldCommands.bound else {
                 return true
             }
         case .hold:
             break
         }
-        let me = state.ownership.me
-        let kept = state.ownership.owner(id) == me && state.ownership.documents[me]?.state == .online
-            && Self.validResponseTopic(responseTopic) == nil
+        let kept = instances.map { state in
+            let me = state.ownership.me
+            return state.ownership.owner(id) == me && state.ownership.documents[me]?.state == .online
+        } == true && Self.validResponseTopic(responseTopic) == nil
         let held = HeldCommands.Held(topic: topic, payload: payload, responseTopic: responseTopic, correlationData: correlationData,
                                      until: now.addingTimeInterval(HeldCommands.bound), keptByOthers: kept)
         if instances?.held.hold(id, held) != true { answerBusy(held, now: now, &out) }
