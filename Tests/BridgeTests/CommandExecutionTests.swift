@@ -327,3 +327,30 @@ import Testing
         #expect(h.core.gauges == CoreGauges(devices: 1, online: 1, waiting: 0, inFlight: 0))
     }
 }
+
+/// The gauges' online count is kept as snapshots arrive (not recounted each tick); it must agree
+/// with the devices' links through connects, drops, reconnects and removals.
+@Suite struct OnlineGaugeTests {
+    @Test func onlineCountFollowsLinksAndRemovals() {
+        var h = Harness()
+        #expect(h.core.gauges.online == 0)
+        h.online()
+        h.online(speakerDescriptor(), status: receiver(), media: nil)
+        #expect(h.core.gauges == CoreGauges(devices: 2, online: 2, waiting: 0, inFlight: 0))
+        h.feed(CastEvent.castConnected(tvID))  // the same link again: no double count
+        #expect(h.core.gauges.online == 2)
+        h.feed(CastEvent.castDisconnected(tvID, reason: "closed"))
+        #expect(h.core.gauges.online == 1)
+        h.feed(CastEvent.castDisconnected(tvID, reason: "closed"))
+        #expect(h.core.gauges.online == 1)
+        h.feed(CastEvent.castConnected(tvID))
+        h.feed(CastEvent.receiverStatus(tvID, receiver()))
+        #expect(h.core.gauges.online == 2)
+        h.now = t0.addingTimeInterval(StartupHold.seconds + 1)
+        h.publish("cast2mqtt/bridge/request/remove", #"{"device": "living_room_tv"}"#)
+        #expect(h.core.gauges == CoreGauges(devices: 1, online: 1, waiting: 0, inFlight: 0))
+        h.feed(CastEvent.castDisconnected(speakerID, reason: "closed"))
+        h.publish("cast2mqtt/bridge/request/remove", #"{"device": "kitchen_speaker"}"#)
+        #expect(h.core.gauges == CoreGauges(devices: 0, online: 0, waiting: 0, inFlight: 0))
+    }
+}
