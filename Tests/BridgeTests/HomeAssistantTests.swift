@@ -55,15 +55,19 @@ import Testing
             #expect(c["object_id"] == .string("living_room_tv_\(object)"))
             #expect(c["default_entity_id"] == .string("\(platform).living_room_tv_\(object)"))
             if Self.conditional.contains(object) {
-                // Also unavailable while there is no artwork (no tracks).
+                // Also unavailable while there is no artwork (no tracks): a list of its own.
                 let list = c["availability"]?.arrayValue ?? []
                 #expect(Array(list.prefix(2)) == availability.arrayValue ?? [])
                 #expect(list.last?["topic"] == .string("cast2mqtt/living_room_tv/media"))
                 continue
             }
-            #expect(c["availability"] == availability)
-            #expect(c["availability_mode"] == .string("all"))
+            // The rest follow the device's availability, said once at the device level (Home
+            // Assistant gives it to every component that does not set its own).
+            #expect(c["availability"] == nil && c["availability_mode"] == nil && c["payload_available"] == nil)
         }
+        #expect(doc["availability"] == availability)
+        #expect(doc["availability_mode"] == .string("all"))
+        #expect(doc["payload_available"] == .string("online") && doc["payload_not_available"] == .string("offline"))
         // One retained config for the device, nothing per entity.
         #expect(out.publications.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic) == [deviceTopic])
     }
@@ -147,6 +151,9 @@ import Testing
         #expect(cmps["connection"]?["state_topic"] == .string("cast2mqtt/bridge/state"))
         #expect(cmps["connection"]?["device_class"] == .string("connectivity"))
         #expect(cmps["connection"]?["availability"] == nil)
+        // Its connectivity sensor follows no availability: none at the device level either.
+        #expect(doc["availability"] == nil)
+        #expect(cmps["devices"]?["availability"] == .array([.object(["topic": .string("cast2mqtt/bridge/state")])]))
         #expect(cmps["devices"]?["state_topic"] == .string("cast2mqtt/bridge/info"))
         #expect(cmps["refresh"]?["command_topic"] == .string("cast2mqtt/bridge/request/refresh"))
         // What the Refresh button sends is a valid request.
