@@ -57,8 +57,10 @@ final class DeviceConnection {
     /// before the machine leaves the connection: its `disconnected` event comes after that.
     private var lastHeardBeforeClose: ContinuousClock.Instant?
     private var reconnectImmediately = false
-    private var timer: Scheduled<Void>?
-    private var reconnectTimer: Scheduled<Void>?
+    /// The machine's timer and the reconnect timer run on the loop's `LoopTimers`, which cancels
+    /// nothing: a callback whose token is no longer the current one is ignored.
+    private var timerToken: UInt64 = 0
+    private var reconnectToken: UInt64 = 0
     private var promises: [Int: EventLoopPromise<CastMessage>] = [:]
     var replyWaiters: [(id: Int, namespace: String, promise: EventLoopPromise<CastPayload>)] = []
     var appWaiters: [(id: Int, appId: String, promise: EventLoopPromise<ReceiverApplication>)] = []
@@ -97,7 +99,7 @@ final class DeviceConnection {
 
     func shutdown() -> EventLoopFuture<Void> {
         eventLoop.assertInEventLoop()
-        reconnectTimer?.cancel()
+        reconnectToken &+= 1
         let channel = self.channel
         run(machine.shutdown())
         failWaiters(CastError(.shuttingDown, "the client is shutting down"))
@@ -118,7 +120,7 @@ final class DeviceConnection {
         } else if machine.isClosing {
             reconnectImmediately = true
         } else {
-            reconnectTimer?.cancel()
+            reconnectToken &+= 1
             run(machine.reconnectNow())
         }
     }
@@ -204,14 +206,13 @@ final class DeviceConnection {
         channel = nil
         pendingChannel = nil
         releaseGate()
-        timer?.cancel()
-        timer = nil
+        timerToken &+= 1
         lastHeardBeforeClose = machine.lastHeard
         run(machine.channelClosed(reason, now: clock.now, jitter: Double.random(in: 0...1)))
         lastHeardBeforeClose = nil
         if reconnectImmediately {
             reconnectImmediately = false
-            reconnectTimer?.cancel()
+            reconnectToken &+= 1
             run(machine.reconnectNow())
         }
     }
@@ -249,21 +250,21 @@ final class DeviceConnection {
                     pendingChannel = nil
                 }
             case .scheduleTimer(let deadline):
-                timer?.cancel()
-                let delay = clock.now.duration(to: deadline)
-                timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
-                    // The loop runs due timers before it reads its sockets again: after a long
-                    // turn (another device's burst, the core's work on a loop it shares) this
-                    // device's PINGs may wait unread. One pass of the selector before the machine
-                    // looks, so that silence is judged on what arrived, not on what was read.
-                    timer = eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(1)) { [self] in
-                        run(machine.timerFired(now: clock.now))
-                    }
+                // Coalesced with the other connections' deadlines on this loop, and run one pass
+                // of the selector after it is due (LoopTimers): silence is judged on what
+                // arrived, not on what the loop had read.
+                timerToken &+= 1
+                let token = timerToken
+                LoopTimers.on(eventLoop).schedule(in: clock.now.duration(to: deadline)) { [self] in
+                    guard token == timerToken else { return }
+                    run(machine.timerFired(now: clock.now))
                 }
             case .scheduleReconnect(_, let delay):
-                reconnectTimer?.cancel()
+                reconnectToken &+= 1
+                let token = reconnectToken
                 logger.debug("reconnecting later", metadata: ["cast.delay": "\(delay.seconds)"])
-                reconnectTimer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.clampedNanoseconds)) { [self] in
+                LoopTimers.on(eventLoop).schedule(in: delay) { [self] in
+                    guard token == reconnectToken else { return }
                     run(machine.timerFired(now: clock.now))
                 }
             case .completeRequest(let id, let message):
@@ -356,7 +357,7 @@ final class DeviceConnection {
     /// peer that accepts and then says nothing would hold us here forever.
     private func handshakeDeadline(_ generation: Int) {
         let limit = configuration.connectTimeout
-        eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(limit.clampedNanoseconds)) { [self] in
+        LoopTimers.on(eventLoop).schedule(in: limit) { [self] in
             guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
             if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
             stalled.close(promise: nil)
