@@ -8,7 +8,8 @@ over several `cast-sim` processes (--per-sim, 2 500 by default: a device on its 
 holds three listening sockets and one connection, and a process may open 20 000 files here).
 
 Measured per size, one bridge at a time, on a broker restarted empty before each bridge:
-  online    seconds from the bridge's start until every <dev>/availability is `online`
+  online    seconds from the bridge's start until every <dev>/availability is `online`, with the
+            CPU seconds the bridge and the simulators used meanwhile (who the start waited for)
   idle      RSS, threads and open fds, and CPU (% of one core) over --idle-seconds
   command   volume command -> the device has SET_VOLUME, and -> the response, p50/p99, one
             device at a time with every other device idle around it
@@ -17,7 +18,9 @@ Measured per size, one bridge at a time, on a broker restarted empty before each
             publish -> response p50/p99
   restart   the broker stopped and started again on its port (no persistence: it forgets every
             retained message): seconds until every retained topic the bridge had (availability,
-            state, Home Assistant discovery...) has been published again
+            state, Home Assistant discovery...) has been published again, with their bytes and
+            the CPU seconds of the bridge, mosquitto and this driver (its paho subscriber reads
+            them all) meanwhile
   snapshot  the web page's first message (the WebSocket snapshot it draws everything from):
             bytes and time from connect
 and the curve: bytes of RSS per device between sizes, idle CPU per device (µs per second).
@@ -42,7 +45,7 @@ import time
 from typing import Any
 
 from bench_bridge import Bridge, bench_arguments, bridges_under_test, Watcher, measure_burst, measure_command, measure_idle, measure_status
-from bench_procs import HOST, BenchError, Broker, Simulator, fmt_lat, free_port, now_ns, percentiles
+from bench_procs import HOST, BenchError, Broker, Simulator, fmt_lat, free_port, now_ns, percentiles, proc_sample
 
 
 class Fleet:
@@ -126,13 +129,18 @@ def measure_restart(bridge: Bridge, broker: Broker, prefixes: list[str], before:
     t_stop = now_ns()
     broker.restart()
     t_up = now_ns()
+    bridge_cpu0 = proc_sample(bridge.proc.pid)["cpu"]
+    driver_cpu0 = time.process_time()
     w = Watcher(broker.port, f"{bridge.kind}-after-restart")
     seen: set[str] = set()
     online: set[str] = set()
+    size = [0]
 
     def on_msg(t: str, p: bytes, ts: int) -> None:
         if not p:
             return
+        if t not in seen:
+            size[0] += len(p)
         seen.add(t)
         if t.endswith("/availability") and t.startswith(bridge.base + "/"):
             if p == b"online":
@@ -144,13 +152,16 @@ def measure_restart(bridge: Bridge, broker: Broker, prefixes: list[str], before:
         w.subscribe(f"{prefix}/#", on_msg)
     ok = w.wait_for(lambda: before <= seen and len(online) >= n, bound)
     done = now_ns()
+    cpu = {"bridge_cpu_s": proc_sample(bridge.proc.pid)["cpu"] - bridge_cpu0,
+           "broker_cpu_s": proc_sample(broker.proc.pid)["cpu"],
+           "driver_cpu_s": time.process_time() - driver_cpu0, "bytes": size[0]}
     for prefix in prefixes:
         w.unsubscribe(f"{prefix}/#")
     w.clear_handlers()
     bridge.watch = w
     missing = sorted(before - seen)
     return {"ok": ok and bridge.proc.alive(), "republished_s": (done - t_up) / 1e9, "down_s": (t_up - t_stop) / 1e9,
-            "retained": len(before), "missing": len(missing), "missing_sample": missing[:5], "online": len(online)}
+            "retained": len(before), "missing": len(missing), "missing_sample": missing[:5], "online": len(online), **cpu}
 
 
 # --- the web page's snapshot -----------------------------------------------------------------
@@ -213,9 +224,15 @@ def run_bridge(kind: str, argv_for_config, broker: Broker, fleet: Fleet, workdir
     broker.restart()  # empty: nothing retained from the bridge before
     online_bound = args.online_timeout if args.online_timeout else 60 + n * 0.03
     print(f"==> {kind}: {n} devices (online bound {online_bound:.0f} s, load {os.getloadavg()[0]:.2f})", flush=True)
+    sims_cpu0 = sum(proc_sample(sim.proc.pid)["cpu"] for sim in fleet.sims)
     bridge = Bridge(kind, argv_for_config, broker.port, fleet, workdir, online_timeout=online_bound, web_port=web)
     row: dict[str, Any] = {"online_s": bridge.online_s}
-    print(f"    all online in {bridge.online_s:.2f} s", flush=True)
+    # Who the start-up waited for: the bridge's CPU from its start to all online, and the
+    # simulators' over the same time (they sign every TLS handshake and auth challenge).
+    row["start_cpu_s"] = proc_sample(bridge.proc.pid)["cpu"]
+    row["start_sims_cpu_s"] = sum(proc_sample(sim.proc.pid)["cpu"] for sim in fleet.sims) - sims_cpu0
+    print(f"    all online in {bridge.online_s:.2f} s (CPU meanwhile: {kind} {row['start_cpu_s']:.1f} s, "
+          f"simulators {row['start_sims_cpu_s']:.1f} s)", flush=True)
     try:
         idle = measure_idle(bridge, args.settle_seconds, args.idle_seconds)
         row.update(idle)
@@ -244,8 +261,9 @@ def run_bridge(kind: str, argv_for_config, broker: Broker, fleet: Fleet, workdir
         row["restart"] = measure_restart(bridge, broker, prefixes, before, n, bound=60 + n * 0.03)
         r = row["restart"]
         print(f"    broker restart: {r['retained'] - r['missing']}/{r['retained']} retained topics "
-              f"({row['ha_configs']} HA discovery configs) and {r['online']}/{n} online again in "
-              f"{r['republished_s']:.2f} s", flush=True)
+              f"({row['ha_configs']} HA discovery configs, {r['bytes'] / 1e6:.1f} MB) and {r['online']}/{n} online "
+              f"again in {r['republished_s']:.2f} s (CPU meanwhile: {kind} {r['bridge_cpu_s']:.1f} s, "
+              f"mosquitto {r['broker_cpu_s']:.1f} s, this driver {r['driver_cpu_s']:.1f} s)", flush=True)
         if not r["ok"]:
             raise BenchError(f"{kind}: after the broker restart {r['missing']} retained topics missing "
                              f"(e.g. {r['missing_sample']}), {r['online']}/{n} online")
@@ -270,7 +288,10 @@ def result_line(kind: str, n: int, r: dict[str, Any]) -> str:
         "status_p50_ms": f"{r['status'].get('p50', 0):.2f}", "status_p99_ms": f"{r['status'].get('p99', 0):.2f}",
         "burst_answered": b.get("received"), "burst_lost": b.get("lost"),
         "burst_p50_ms": f"{b.get('lat', {}).get('p50', 0):.1f}", "burst_p99_ms": f"{b.get('lat', {}).get('p99', 0):.1f}",
+        "start_cpu_s": f"{r.get('start_cpu_s', 0):.1f}", "start_sims_cpu_s": f"{r.get('start_sims_cpu_s', 0):.1f}",
         "restart_republished_s": f"{rs.get('republished_s', 0):.2f}", "retained_topics": rs.get("retained"),
+        "restart_mb": f"{rs.get('bytes', 0) / 1e6:.1f}", "restart_bridge_cpu_s": f"{rs.get('bridge_cpu_s', 0):.1f}",
+        "restart_broker_cpu_s": f"{rs.get('broker_cpu_s', 0):.1f}", "restart_driver_cpu_s": f"{rs.get('driver_cpu_s', 0):.1f}",
         "ha_configs": r.get("ha_configs"),
         "snapshot_bytes": snap.get("bytes", "-"), "snapshot_ms": f"{snap['ms']:.1f}" if snap else "-",
     }
