@@ -87,6 +87,9 @@ final class DeviceConnection {
         self.finishEvents = finishEvents
     }
 
+    /// What one read of a Cast connection's socket takes at most (see `connect`).
+    static let receiveBufferBytes = 2048
+
     var isConnected: Bool { machine.isConnected }
     var configuration: CastConnectionConfiguration { machine.configuration }
 
@@ -291,6 +294,11 @@ final class DeviceConnection {
             .connectTimeout(TimeAmount.nanoseconds(configuration.connectTimeout.clampedNanoseconds))
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            // The channel keeps its receive buffer between reads at the largest size it ever
+            // grew to (the handshake's and device auth's certificate records grew NIO's adaptive
+            // default to 4–8 KiB); an idle device sends ~100-byte PINGs. Reads are 2 KiB, a larger
+            // record takes a few reads of one readable event.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.receiveBufferBytes))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if StageTrace.enabled { try channel.pipeline.syncOperations.addHandler(StageTraceTap()) }
