@@ -57,6 +57,19 @@ public final class MosquittoClient: MQTTClientProtocol, Sendable {
         try connection.publish(message)
     }
 
+    /// Publishes a retained message of a bulk (everything republished after a connect): held
+    /// and handed to libmosquitto a window at a time as the broker acknowledges, so that what
+    /// `publish` sends meanwhile is not queued behind the whole bulk; a later `publish` or
+    /// `publishBulk` on the same topic replaces it while it is held. Held messages do not
+    /// survive `shutdown`.
+    public func publishBulk(_ message: MQTTMessage) throws {
+        try checkNotShutDown()
+        connection.publishBulk(message)
+    }
+
+    /// Bulk publications held, and handed to libmosquitto but not yet acknowledged.
+    public var bulkCounts: (held: Int, outstanding: Int) { connection.bulk.counts }
+
     public func subscribe(_ filter: String, qos: MQTTQoS) throws {
         try checkNotShutDown()
         try connection.subscribe(filter, qos: qos)

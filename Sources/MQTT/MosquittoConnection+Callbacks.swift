@@ -62,6 +62,8 @@ extension MosquittoConnection {
                 logger.warning("\(error.message)")
             }
         }
+        bulk.connected()
+        pumpBulk()
         yield(.connected(sessionPresent: sessionPresent))
     }
 
@@ -112,5 +114,6 @@ extension MosquittoConnection {
         changeShared { s in
             if s.trackCompletions { s.completedMids.insert(mid) }
         }
+        if bulk.completed(mid) { pumpBulk() }
     }
 }

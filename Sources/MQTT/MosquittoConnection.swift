@@ -83,6 +83,8 @@ final class MosquittoConnection: @unchecked Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     let shared = Mutex(Shared())
+    /// Retained publications handed over in bulk, fed to libmosquitto as they complete.
+    let bulk = BulkPublisher()
     /// True while the client speaks MQTT 5: the configured protocol, until a broker refuses MQTT 5
     /// while a will delay is set (then 3.1.1; see `MQTTConfiguration.willDelay`). Read by
     /// publishing threads, changed by the network thread between attempts.
@@ -251,8 +253,33 @@ final class MosquittoConnection: @unchecked Sendable {
 
     // MARK: - Operations from any thread
 
+    /// Publishes `message` now, ahead of held bulk publications; a held one of its topic is stale.
     @discardableResult
     func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
+        bulk.supersede(message.topic)
+        return try publishNow(message)
+    }
+
+    /// Holds a retained publication of a bulk (BulkPublisher) and hands over what the window allows.
+    func publishBulk(_ message: MQTTMessage) {
+        bulk.add(message)
+        pumpBulk()
+    }
+
+    /// Hands held bulk publications to libmosquitto while there is room (any thread).
+    func pumpBulk() {
+        bulk.pump { message in
+            do {
+                return try publishNow(message)
+            } catch {
+                logger.warning("publish failed", metadata: ["mqtt.topic": "\(message.topic)", "mqtt.error": "\(error)"])
+                return nil
+            }
+        }
+    }
+
+    @discardableResult
+    private func publishNow(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
         guard message.payload.count <= 268_435_455 else {
             throw MQTTError(
                 code: .payloadTooLarge,

@@ -147,7 +147,11 @@ final class Consumer {
             for operation in output.operations { start(operation) }
         } else {
             for operation in output.operations { start(operation) }
-            for publication in output.publications { publish(publication) }
+            // A republish of everything (after a connect, or Home Assistant's birth) is handed
+            // over in bulk: held and fed as the broker acknowledges, so that the responses and
+            // states published meanwhile do not queue behind it (MQTT/BulkPublisher.swift).
+            let bulk = output.publications.count > Self.bulkThreshold
+            for publication in output.publications { publish(publication, bulk: bulk && publication.retain) }
         }
         for id in output.forgotten { track(facts.drop(id)) }
         for id in output.release { track(facts.release(id)) }
@@ -238,7 +242,10 @@ final class Consumer {
         }
     }
 
-    func publish(_ p: Publication) {
+    /// An output with more publications than this hands its retained ones over in bulk.
+    static let bulkThreshold = 256
+
+    func publish(_ p: Publication, bulk: Bool = false) {
         runtime.observers.tee(p)
         // A clear (empty retained payload) is always handed over: the core has already
         // forgotten the topic and would not republish it.
@@ -249,7 +256,7 @@ final class Consumer {
         let message = MQTTMessage(topic: p.topic, payload: p.payload, qos: Adapt.qos(p.qos ?? runtime.configuration.mqtt.qos),
                                   retain: p.retain, correlationData: p.correlationData)
         do {
-            try mqtt.publish(message)
+            if bulk, !p.payload.isEmpty { try mqtt.publishBulk(message) } else { try mqtt.publish(message) }
             runtime.observers.sent(p)
         } catch {
             logger.warning("publish failed", metadata: ["mqtt.topic": "\(p.topic)", "mqtt.error": "\(error)"])
