@@ -103,7 +103,8 @@ struct EndToEndDeviceAuthTests {
                 }
                 #expect(retried, "\(c.name) was not retried")
                 // Nothing but challenges ever reached it, and it never was online.
-                #expect(device.received().allSatisfy { $0.namespace == CastNamespace.deviceAuth }, "\(c.name)")
+                #expect(device.received().allSatisfy { $0.namespace == CastNamespace.deviceAuth },
+                        "\(c.name): \(device.received().map { "#\($0.connection) \($0.namespace) \($0.type ?? "-")" })")
                 #expect(!h.observer.messages(on: h.topic(slug, "availability")).contains { $0.payloadString == "online" })
                 // A command fails at once.
                 #expect(try await h.command(slug, "volume", "0.3").errorCode == "device_offline")
