@@ -120,6 +120,52 @@ import Testing
         #expect(q.counters.droppedAppMessages == 10 - appMessages)
     }
 
+    /// The limits grow with the fleet: a snapshot per device of a large fleet waiting at once (a
+    /// start, a broker reconnect) is normal operation, not an overload.
+    @Test func theLimitsGrowWithTheFleet() async {
+        let q = InputQueue(softLimit: 100, hardLimit: 400)
+        q.accommodate(devices: 20)
+        #expect(q.softLimit == 100 && q.hardLimit == 400, "never below the limits it was made with")
+        let devices = 500
+        q.accommodate(devices: devices)
+        #expect(q.softLimit == devices * InputQueue.softPerDevice)
+        #expect(q.hardLimit == devices * InputQueue.hardPerDevice)
+        q.accommodate(devices: 10)
+        #expect(q.softLimit == 1000, "they only grow")
+        // Two snapshots of every device waiting: every one kept, no burst, no command answered busy.
+        let bursts = NIOLockedValueBox(0)
+        let sized = InputQueue(softLimit: 100, hardLimit: 400, onBurst: { _ in bursts.withLockedValue { $0 += 1 } })
+        sized.accommodate(devices: devices)
+        for round in 0..<2 {
+            for i in 0..<devices { sized.push(.bridge(.device("d\(i)", snapshot(Double(round) / 10)))) }
+        }
+        sized.push(.bridge(.mqttMessage(topic: "cast2mqtt/tv/command/volume", payload: Array("20".utf8),
+                                        responseTopic: nil, correlationData: nil)))
+        let got = await drain(sized)
+        #expect(got.count == 2 * devices + 1)
+        #expect(sized.counters == InputQueue.Counters())
+        #expect(bursts.withLockedValue { $0 } == 0)
+        if case .bridge(.mqttMessage)? = got.last {} else { Issue.record("the command is run, not answered busy") }
+    }
+
+    /// Sizing from other threads while inputs are pushed (the fleet starts clients on any loop).
+    @Test func accommodateIsSafeFromManyThreads() async {
+        let q = InputQueue(softLimit: 10, hardLimit: 40)
+        await withTaskGroup(of: Void.self) { group in
+            for t in 0..<8 {
+                group.addTask {
+                    for i in 0..<200 {
+                        q.accommodate(devices: t * 200 + i)
+                        q.push(.bridge(.device("t\(t)-\(i)", snapshot(0))))
+                    }
+                }
+            }
+        }
+        #expect(q.softLimit == 1599 * InputQueue.softPerDevice)
+        #expect(q.hardLimit == 1599 * InputQueue.hardPerDevice)
+        #expect(await drain(q).count == 1600)
+    }
+
     /// The consumer is scheduled once when an input finds it idle, not once per input; after it
     /// has taken everything it is idle again; `finish` wakes it for the end.
     @Test func theConsumerIsScheduledWhenAnInputFindsItIdle() async {
