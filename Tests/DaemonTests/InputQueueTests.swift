@@ -1,6 +1,11 @@
 import Bridge
+import CastClient
 import CastProtocol
+import Discovery
+import KnownDevices
+import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 
 @testable import cast2mqtt
@@ -146,6 +151,24 @@ import Testing
         #expect(sized.counters == InputQueue.Counters())
         #expect(bursts.withLockedValue { $0 } == 0)
         if case .bridge(.mqttMessage)? = got.last {} else { Issue.record("the command is run, not answered busy") }
+    }
+
+    /// The daemon's fleet sizes the queue as it starts each device's client.
+    @Test func theFleetSizesTheQueueAsDevicesArrive() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let q = InputQueue(softLimit: 2, hardLimit: 4)
+        var fleet = try Fleet(group: group, coreLoop: group.next(), cast: CastConnectionConfiguration(),
+                              logger: Logger(label: "test"), inputs: q)
+        var devices = DeviceFacts<CastDeviceClient>(statics: [], filter: DeviceFilter(include: [], exclude: []))
+        // TEST-NET-1: nothing answers; the clients are closed before they matter.
+        let ids = (1...3).map { String(format: "%032x", $0) }
+        for id in ids {
+            _ = fleet.apply(.added(CastDeviceRecord(id: id, friendlyName: "TV \(id.suffix(1))", host: "192.0.2.9")), to: &devices)
+        }
+        #expect(q.softLimit == 3 * InputQueue.softPerDevice)
+        #expect(q.hardLimit == 3 * InputQueue.hardPerDevice)
+        for id in ids { try await Fleet.drop(id, from: &devices)?.get() }
+        try await group.shutdownGracefully()
     }
 
     /// Sizing from other threads while inputs are pushed (the fleet starts clients on any loop).
