@@ -197,6 +197,21 @@ import Testing
         #expect(h.core.scheduler.heldCount == devices)
         #expect(code(h.publish("cast2mqtt/tv_0/command/play", ""), "tv_0") == "device_offline", "one past the bound runs at once")
     }
+
+    /// However many devices, the held payloads stay under `maxHeldBytes` in all.
+    @Test func theHeldBytesAreBounded() {
+        var h = Harness { $0.mqtt.maxPayload = 1 << 20 }
+        for i in 0..<100 {
+            h.feed(.deviceDiscovered(DeviceDescriptor(id: String(format: "%032x", i + 1), friendlyName: "TV \(i)",
+                                                      host: "192.0.2.\(i % 200 + 1)")))
+        }
+        let big = "{\"url\":\"http://x/\(String(repeating: "a", count: 1_000_000))\"}"
+        let fit = StartupHold.maxHeldBytes / big.utf8.count
+        for _ in 0..<fit { #expect(h.publish("cast2mqtt/tv_0/command/load", big).publications.isEmpty) }
+        #expect(h.core.scheduler.heldCount == fit)
+        #expect(code(h.publish("cast2mqtt/tv_0/command/load", big), "tv_0") != nil, "past the budget it is answered at once")
+        #expect(h.publish("cast2mqtt/tv_1/command/volume", "20").publications.isEmpty, "a small one still fits")
+    }
 }
 
 /// The nesting look before decoding says what the decoded value's depth says, for any JSON.

@@ -12,7 +12,8 @@ import Foundation
 /// the bridge knows is still on its first connect (the core says which: `close(now:connecting:)`),
 /// and never longer than `maximumSeconds`. Once closed it stays closed: a device discovered
 /// later does not open it again. At most `maxHeld(devices:)` commands are held: the number of
-/// devices, at least `minimumHeld`, at most `maximumHeld`.
+/// devices, at least `minimumHeld`, at most `maximumHeld`; and at most `maxHeldBytes` of
+/// payload in all (a command that does not fit runs at once, answered as usual).
 struct StartupHold: Sendable {
     struct Held: Sendable {
         var device: String
@@ -28,9 +29,10 @@ struct StartupHold: Sendable {
     /// first connect fails reports nothing before it answers; only this bound ends its wait).
     static let maximumSeconds: TimeInterval = 120
     static let minimumHeld = 256
-    /// The most devices one daemon serves (one file descriptor each, under its 20 000 limit);
-    /// each held command keeps its payload (at most `mqtt.max_payload`).
+    /// The most devices one daemon serves (one file descriptor each, under its 20 000 limit).
     static let maximumHeld = 20_000
+    /// Each held command keeps its payload (up to `mqtt.max_payload`): this many bytes in all.
+    static let maxHeldBytes = 64 << 20
     /// How often, at most, the core is asked whether devices are still connecting.
     static let checkInterval: TimeInterval = 1
 
@@ -47,6 +49,7 @@ struct StartupHold: Sendable {
 
     let startedAt: Date
     private var held: [Held] = []
+    private var heldBytes = 0
     /// Set when the window closed; it never opens again.
     private(set) var closing: Closing?
     private var checkedAt: Date?
@@ -83,8 +86,10 @@ struct StartupHold: Sendable {
     /// `devices`: how many devices the bridge knows (sizes the bound).
     /// (An oversized payload is never offered: it is answered at once.)
     mutating func hold(_ command: Held, everOnline: Bool, devices: Int, now: Date) -> Bool {
-        guard isOpen(now: now), held.count < Self.maxHeld(devices: devices), !everOnline else { return false }
+        guard isOpen(now: now), held.count < Self.maxHeld(devices: devices), !everOnline,
+              heldBytes + command.payload.count <= Self.maxHeldBytes else { return false }
         held.append(command)
+        heldBytes += command.payload.count
         return true
     }
 
@@ -95,6 +100,7 @@ struct StartupHold: Sendable {
         let windowClosed = !isOpen(now: now)
         let release = held.filter { windowClosed || $0.device == device }
         held.removeAll { windowClosed || $0.device == device }
+        heldBytes = held.reduce(0) { $0 + $1.payload.count }
         return release
     }
 }
