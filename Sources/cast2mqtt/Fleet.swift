@@ -122,6 +122,8 @@ struct Fleet {
                 if case .snapshot = event { StageTrace.mark(.snapshotQueued) }
             }
             devices.setClient(client, for: id)
+            // The input queue's limits grow with the fleet (InputQueue.accommodate).
+            inputs.accommodate(devices: placed)
             client.start()
         } catch {
             deviceLogger.error("cannot create the Cast client", metadata: ["cast.error": "\(error)"])

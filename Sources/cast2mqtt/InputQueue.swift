@@ -39,8 +39,14 @@ enum RuntimeInput: Sendable {
 /// - Everything else (completions, connects, discovery) is always kept: each is bounded by
 ///   something else (operations in flight, devices).
 ///
+/// Both limits grow with the fleet (`accommodate(devices:)`): a start or a broker reconnect
+/// queues a snapshot or two per device in normal operation, which must not read as an overload.
+///
 /// Drops and coalescings are counted (`health_check`) and logged once per burst.
 final class InputQueue: Sendable {
+    /// Waiting inputs per device the limits allow at least (`accommodate(devices:)`).
+    static let softPerDevice = 2
+    static let hardPerDevice = 8
 
     struct Counters: Sendable, Equatable {
         var coalescedStatuses = 0
@@ -52,8 +58,10 @@ final class InputQueue: Sendable {
     }
 
     private struct State {
-        /// Below this many waiting inputs a burst of drops is over.
-        let softLimit: Int
+        /// Past this many waiting inputs snapshots may be coalesced; below it a burst of drops is over.
+        var softLimit: Int
+        /// Past this many MQTT messages are answered `busy` and app messages dropped.
+        var hardLimit: Int
         /// Items from `head` on are waiting; slots before it are consumed (compacted now and then).
         var items: [RuntimeInput?] = []
         var head = 0
@@ -73,21 +81,31 @@ final class InputQueue: Sendable {
         var count: Int { items.count - head }
     }
 
-    let softLimit: Int
-    let hardLimit: Int
     private let state: Mutex<State>
     /// Called (outside the lock) when a burst of drops begins, for one log line.
     private let onBurst: @Sendable (Int) -> Void
 
     init(softLimit: Int = 4096, hardLimit: Int = 16384, onBurst: @escaping @Sendable (Int) -> Void = { _ in }) {
-        self.softLimit = softLimit
-        self.hardLimit = Swift.max(softLimit, hardLimit)
-        self.state = Mutex(State(softLimit: softLimit))
+        self.state = Mutex(State(softLimit: softLimit, hardLimit: Swift.max(softLimit, hardLimit)))
         self.onBurst = onBurst
     }
 
     var counters: Counters { state.withLock { $0.counters } }
     var count: Int { state.withLock { $0.count } }
+    var softLimit: Int { state.withLock { $0.softLimit } }
+    var hardLimit: Int { state.withLock { $0.hardLimit } }
+
+    /// Sizes the limits for a fleet of `devices` (from any thread): soft at least
+    /// `softPerDevice`, hard at least `hardPerDevice` waiting inputs per device, never below the
+    /// limits the queue was made with. They only grow: a device that leaves takes nothing back
+    /// (what waits may have been queued under the larger limit).
+    func accommodate(devices: Int) {
+        let devices = Swift.min(Swift.max(0, devices), 1 << 32)
+        state.withLock { s in
+            s.softLimit = Swift.max(s.softLimit, devices * Self.softPerDevice)
+            s.hardLimit = Swift.max(s.hardLimit, devices * Self.hardPerDevice, s.softLimit)
+        }
+    }
 
     /// Adds an input (from any thread); never blocks.
     func push(_ input: RuntimeInput) {
@@ -102,7 +120,7 @@ final class InputQueue: Sendable {
                     return nil
                 }
                 s.tickQueued = true
-            case .bridge(.mqttMessage(let topic, let payload, let responseTopic, let correlation)) where s.count >= hardLimit:
+            case .bridge(.mqttMessage(let topic, let payload, let responseTopic, let correlation)) where s.count >= s.hardLimit:
                 item = .bridge(.mqttOverloaded(topic: topic, payload: payload, responseTopic: responseTopic,
                                                correlationData: correlation))
                 s.counters.overloadedCommands += 1
@@ -110,7 +128,7 @@ final class InputQueue: Sendable {
                     s.counters.inBurst = true
                     burstBegan = s.count
                 }
-            case .bridge(.appMessage) where s.count >= hardLimit:
+            case .bridge(.appMessage) where s.count >= s.hardLimit:
                 s.counters.droppedAppMessages += 1
                 if !s.counters.inBurst {
                     s.counters.inBurst = true
@@ -118,7 +136,7 @@ final class InputQueue: Sendable {
                 }
                 return nil
             default:
-                if case .bridge(.device(let id, let snapshot)) = input, s.count >= softLimit,
+                if case .bridge(.device(let id, let snapshot)) = input, s.count >= s.softLimit,
                    let last = s.snapshotOf[id], last.seq == s.lastOf[id], last.generation == snapshot.generation,
                    last.link == snapshot.link, last.seq - s.base >= s.head {
                     s.items[last.seq - s.base] = input

@@ -24,7 +24,7 @@ import Testing
     func playingTV() -> Harness {
         var h = Harness()
         h.online()
-        h.now = t0.addingTimeInterval(StartupHold.seconds + 1)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
         return h
     }
 
@@ -178,7 +178,7 @@ import Testing
         let spotify = ReceiverApplication(appId: "CC32E753", displayName: "Spotify", namespaces: [CastNamespace.media],
                                           sessionId: "sp", transportId: "sp-t")
         h.online(status: receiver(app: spotify), media: [playing()])
-        h.now = t0.addingTimeInterval(StartupHold.seconds + 1)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
         let start = h.publish(topic, #"{"url": "http://x/chime.mp3"}"#)
         let load = try #require(start.operations.first)
         // The Default Media Receiver replaces Spotify for the clip.

@@ -131,7 +131,7 @@ import Testing
     @Test func unknownAndOfflineDevices() {
         var h = Harness()
         h.feed(.deviceDiscovered(tvDescriptor()))
-        h.now = t0.addingTimeInterval(StartupHold.seconds)  // past the startup hold
+        h.now = t0.addingTimeInterval(StartupHold.maximumSeconds)  // past the startup hold (the TV is still connecting)
         let offline = h.publish("cast2mqtt/living_room_tv/command/play", #"{"id": 1}"#)
         #expect(offline.operations.isEmpty)
         #expect(errorCode(offline) == "device_offline")
@@ -161,7 +161,7 @@ import Testing
         #expect(done.json(responseTopic)?["id"] == .string("q"))
         #expect(done.json(responseTopic)?["status"] == .string("ok"))
         // The window closes: what is still held is answered as usual.
-        h.now = t0.addingTimeInterval(StartupHold.seconds + 0.5)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 0.5)
         #expect(h.feed(.tick).json("cast2mqtt/attic/response")?["error"]?["code"] == .string("unknown_device"))
         // After it, a device that was online and went offline fails at once.
         h.feed(.castDisconnected(tvID, reason: "test"))
@@ -319,7 +319,7 @@ import Testing
         h.now = t0.addingTimeInterval(6)
         let done = h.complete(op, .receiverStatus(receiver(level: 0.4)))
         #expect(done.outcomes == [CommandOutcome(command: "volume", code: "ok", receivedAt: t0.addingTimeInterval(5))])
-        h.now = t0.addingTimeInterval(StartupHold.seconds + 1)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
         let bad = h.publish("cast2mqtt/nope/command/play", "")
         #expect(bad.outcomes.map(\.code) == ["unknown_device"])
         let request = h.publish("cast2mqtt/bridge/request/devices", "")

@@ -102,6 +102,116 @@ import Testing
         #expect(small.publications.isEmpty)
         #expect(h.core.scheduler.heldCount == 1)
     }
+
+    func code(_ out: BridgeOutput, _ device: String) -> String? {
+        out.json("cast2mqtt/\(device)/response")?["error"]?["code"]?.stringValue
+    }
+
+    /// A device discovered at start and not online yet keeps the window open past its minimum:
+    /// its command, and one that arrives later for another connecting device, are held, and run
+    /// when their device comes online.
+    @Test func heldPastTheMinimumWhileDevicesAreConnecting() throws {
+        var h = Harness()
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        h.feed(.deviceDiscovered(speakerDescriptor()))
+        h.now = t0.addingTimeInterval(1)
+        #expect(h.publish("cast2mqtt/living_room_tv/command/volume", "20").publications.isEmpty)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 20)
+        let tick = h.feed(.tick)
+        #expect(code(tick, "living_room_tv") == nil, "both devices are still on their first connect")
+        #expect(h.publish("cast2mqtt/kitchen_speaker/command/volume", "30").publications.isEmpty)
+        #expect(h.core.scheduler.heldCount == 2)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 30)
+        let tv = h.online()
+        #expect(tv.operations.contains { $0.kind == .setVolume(level: 0.2) })
+        let speaker = h.online(speakerDescriptor())
+        #expect(speaker.operations.contains { $0.deviceID == speakerID && $0.kind == .setVolume(level: 0.3) })
+        #expect(h.core.scheduler.heldCount == 0)
+    }
+
+    /// The window closes at the first tick after the last device's first connect ended (online,
+    /// or offline with a reason): what is still held is answered then, and later commands are
+    /// not held.
+    @Test func releasedWhenTheLastFirstConnectEnds() {
+        var h = Harness()
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        h.feed(.deviceDiscovered(speakerDescriptor()))
+        #expect(h.publish("cast2mqtt/attic/command/play", "").publications.isEmpty)
+        h.now = t0.addingTimeInterval(15)
+        #expect(code(h.feed(.tick), "attic") == nil)
+        h.online()
+        h.now = t0.addingTimeInterval(16)
+        #expect(code(h.feed(.tick), "attic") == nil, "the speaker is still on its first connect")
+        h.feed(CastEvent.castConnected(speakerID))
+        h.feed(CastEvent.castDisconnected(speakerID, reason: "heartbeat timeout"))
+        h.now = t0.addingTimeInterval(17)
+        let tick = h.feed(.tick)
+        #expect(code(tick, "attic") == "unknown_device")
+        #expect(tick.logs.contains { $0.contains("the start-up hold ended after 17 s") })
+        #expect(code(h.publish("cast2mqtt/attic/command/play", ""), "attic") == "unknown_device")
+        // Closed for good: a device discovered now does not open it again.
+        h.feed(.deviceDiscovered(DeviceDescriptor(id: "00000000000000000000000000000001", friendlyName: "Late", host: "192.0.2.30")))
+        #expect(code(h.publish("cast2mqtt/late/command/play", ""), "late") == "device_offline")
+    }
+
+    /// With no device known at the minimum (discovery found nothing yet), the window closes then.
+    @Test func closesAtTheMinimumWhenNoDeviceIsConnecting() {
+        var h = Harness()
+        #expect(h.publish("cast2mqtt/attic/command/play", "").publications.isEmpty)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds - 0.5)
+        #expect(code(h.feed(.tick), "attic") == nil)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds)
+        #expect(code(h.feed(.tick), "attic") == "unknown_device")
+    }
+
+    /// A device that never ends its first connect (unreachable: its client reports nothing)
+    /// keeps the window open only up to its limit.
+    @Test func theWindowEndsAtItsLimit() {
+        var h = Harness()
+        h.feed(.deviceDiscovered(tvDescriptor()))
+        #expect(h.publish("cast2mqtt/living_room_tv/command/play", "").publications.isEmpty)
+        h.now = t0.addingTimeInterval(StartupHold.maximumSeconds - 1)
+        #expect(code(h.feed(.tick), "living_room_tv") == nil)
+        #expect(h.publish("cast2mqtt/attic/command/play", "").publications.isEmpty)
+        h.now = t0.addingTimeInterval(StartupHold.maximumSeconds)
+        // Without a tick first: a command at the limit is not held, and what was held runs before it.
+        let late = h.publish("cast2mqtt/living_room_tv/command/pause", #"{"id":"late"}"#)
+        #expect(late.on("cast2mqtt/living_room_tv/response").count == 2)
+        #expect(code(late, "attic") == "unknown_device")
+        #expect(late.logs.contains { $0.contains("limit of 120 s with 1 devices still on their first connect; 2 held") })
+        #expect(h.core.scheduler.heldCount == 0)
+    }
+
+    /// The hold's bound is the number of devices the bridge knows, at least 256, at most 20 000.
+    @Test func theBoundGrowsWithTheDevices() {
+        #expect(StartupHold.maxHeld(devices: 0) == 256)
+        #expect(StartupHold.maxHeld(devices: 10_000) == 10_000)
+        #expect(StartupHold.maxHeld(devices: 1_000_000) == 20_000)
+        var h = Harness()
+        let devices = 300
+        for i in 0..<devices {
+            h.feed(.deviceDiscovered(DeviceDescriptor(id: String(format: "%032x", i + 1), friendlyName: "TV \(i)",
+                                                      host: "192.0.2.\(i % 200 + 1)")))
+        }
+        for _ in 0..<devices { #expect(h.publish("cast2mqtt/tv_0/command/play", "").publications.isEmpty) }
+        #expect(h.core.scheduler.heldCount == devices)
+        #expect(code(h.publish("cast2mqtt/tv_0/command/play", ""), "tv_0") == "device_offline", "one past the bound runs at once")
+    }
+
+    /// However many devices, the held payloads stay under `maxHeldBytes` in all.
+    @Test func theHeldBytesAreBounded() {
+        var h = Harness { $0.mqtt.maxPayload = 1 << 20 }
+        for i in 0..<100 {
+            h.feed(.deviceDiscovered(DeviceDescriptor(id: String(format: "%032x", i + 1), friendlyName: "TV \(i)",
+                                                      host: "192.0.2.\(i % 200 + 1)")))
+        }
+        let big = "{\"url\":\"http://x/\(String(repeating: "a", count: 1_000_000))\"}"
+        let fit = StartupHold.maxHeldBytes / big.utf8.count
+        for _ in 0..<fit { #expect(h.publish("cast2mqtt/tv_0/command/load", big).publications.isEmpty) }
+        #expect(h.core.scheduler.heldCount == fit)
+        #expect(code(h.publish("cast2mqtt/tv_0/command/load", big), "tv_0") != nil, "past the budget it is answered at once")
+        #expect(h.publish("cast2mqtt/tv_1/command/volume", "20").publications.isEmpty, "a small one still fits")
+    }
 }
 
 /// The nesting look before decoding says what the decoded value's depth says, for any JSON.

@@ -1,6 +1,11 @@
 import Bridge
+import CastClient
 import CastProtocol
+import Discovery
+import KnownDevices
+import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 
 @testable import cast2mqtt
@@ -118,6 +123,70 @@ import Testing
         #expect(appMessages < 10)
         #expect(q.counters.overloadedCommands == overloaded)
         #expect(q.counters.droppedAppMessages == 10 - appMessages)
+    }
+
+    /// The limits grow with the fleet: a snapshot per device of a large fleet waiting at once (a
+    /// start, a broker reconnect) is normal operation, not an overload.
+    @Test func theLimitsGrowWithTheFleet() async {
+        let q = InputQueue(softLimit: 100, hardLimit: 400)
+        q.accommodate(devices: 20)
+        #expect(q.softLimit == 100 && q.hardLimit == 400, "never below the limits it was made with")
+        let devices = 500
+        q.accommodate(devices: devices)
+        #expect(q.softLimit == devices * InputQueue.softPerDevice)
+        #expect(q.hardLimit == devices * InputQueue.hardPerDevice)
+        q.accommodate(devices: 10)
+        #expect(q.softLimit == 1000, "they only grow")
+        // Two snapshots of every device waiting: every one kept, no burst, no command answered busy.
+        let bursts = NIOLockedValueBox(0)
+        let sized = InputQueue(softLimit: 100, hardLimit: 400, onBurst: { _ in bursts.withLockedValue { $0 += 1 } })
+        sized.accommodate(devices: devices)
+        for round in 0..<2 {
+            for i in 0..<devices { sized.push(.bridge(.device("d\(i)", snapshot(Double(round) / 10)))) }
+        }
+        sized.push(.bridge(.mqttMessage(topic: "cast2mqtt/tv/command/volume", payload: Array("20".utf8),
+                                        responseTopic: nil, correlationData: nil)))
+        let got = await drain(sized)
+        #expect(got.count == 2 * devices + 1)
+        #expect(sized.counters == InputQueue.Counters())
+        #expect(bursts.withLockedValue { $0 } == 0)
+        if case .bridge(.mqttMessage)? = got.last {} else { Issue.record("the command is run, not answered busy") }
+    }
+
+    /// The daemon's fleet sizes the queue as it starts each device's client.
+    @Test func theFleetSizesTheQueueAsDevicesArrive() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let q = InputQueue(softLimit: 2, hardLimit: 4)
+        var fleet = try Fleet(group: group, coreLoop: group.next(), cast: CastConnectionConfiguration(),
+                              logger: Logger(label: "test"), inputs: q)
+        var devices = DeviceFacts<CastDeviceClient>(statics: [], filter: DeviceFilter(include: [], exclude: []))
+        // TEST-NET-1: nothing answers; the clients are closed before they matter.
+        let ids = (1...3).map { String(format: "%032x", $0) }
+        for id in ids {
+            _ = fleet.apply(.added(CastDeviceRecord(id: id, friendlyName: "TV \(id.suffix(1))", host: "192.0.2.9")), to: &devices)
+        }
+        #expect(q.softLimit == 3 * InputQueue.softPerDevice)
+        #expect(q.hardLimit == 3 * InputQueue.hardPerDevice)
+        for id in ids { try await Fleet.drop(id, from: &devices)?.get() }
+        try await group.shutdownGracefully()
+    }
+
+    /// Sizing from other threads while inputs are pushed (the fleet starts clients on any loop).
+    @Test func accommodateIsSafeFromManyThreads() async {
+        let q = InputQueue(softLimit: 10, hardLimit: 40)
+        await withTaskGroup(of: Void.self) { group in
+            for t in 0..<8 {
+                group.addTask {
+                    for i in 0..<200 {
+                        q.accommodate(devices: t * 200 + i)
+                        q.push(.bridge(.device("t\(t)-\(i)", snapshot(0))))
+                    }
+                }
+            }
+        }
+        #expect(q.softLimit == 1599 * InputQueue.softPerDevice)
+        #expect(q.hardLimit == 1599 * InputQueue.hardPerDevice)
+        #expect(await drain(q).count == 1600)
     }
 
     /// The consumer is scheduled once when an input finds it idle, not once per input; after it

@@ -14,11 +14,17 @@ No timing is asserted (the times are printed); every wait is bounded. The proces
 measurements are the fleet benchmark's (scripts/lib/bench_fleet.py).
 
 The size: 1 000 devices by default (CAST2MQTT_FLEET_DEVICES). With the debug build scripts/test
-uses, 1 000 took 75 s in all on 2 cores with a load average of 14 (33 s to all online); 2 000 did
-not all come online within 520 s there (the simulators, debug too, answered the devices'
-authentication challenges after the daemon's 10 s request timeout, and the reconnects came in
-waves as large as the first), so 2 000 is the benchmark's size, not the test's. The
-10 000-device figures come from `scripts/bench fleet`.
+uses, 1 000 took 75 s in all on 2 cores with a load average of 14 (33 s to all online), and 38 s
+(16 s to all online) at a load average of 11. Before the fleet's HandshakeGate, 2 000 did not all
+come online within 520 s (authentication challenges answered after the 10 s request timeout,
+reconnects in waves). With it, 2 000 came online in 19.5-106 s in four runs (load average 4-14)
+and took 43, 63, 153 and 122 s in all, but one run of the four failed: 43 commands of the burst
+after the broker restart were answered `device_offline`. Their devices were among the 64 that
+share the core's event loop, which a debug build at 2 000 devices keeps busy long enough (at start,
+and republishing 12 004 retained topics after the restart) for those devices' heartbeats to time
+out (15 s); the daemon's log of a passing run shows the same 64 timing out at start. So the test
+stays at 1 000 until that is fixed; 2 000 is the benchmark's size. The 10 000-device figures come
+from `scripts/bench fleet`.
 
 Environment: CAST2MQTT_BIN, CAST_SIM (built binaries, default .build/debug), CI=true (a missing
 binary or mosquitto fails instead of skipping).

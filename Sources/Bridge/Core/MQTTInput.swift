@@ -39,7 +39,10 @@ extension BridgeCore {
                                         correlationData: correlationData)
             let everOnline = registry.device(topic: dev).flatMap { registry[$0]?.everOnline } ?? false
             let fits = (try? parser.checkPayloadSize(payload)) != nil
-            if fits, scheduler.holdAtStartup(held, everOnline: everOnline, now: now) {
+            // The window may have closed by now: what it held runs first, in arrival order.
+            releaseHeld(device: nil, now: now, &out)
+            let known = max(registry.count, publisher.published.devices.count)
+            if fits, scheduler.holdAtStartup(held, everOnline: everOnline, devices: known, now: now) {
                 out.logs.append("holding \(name) for \(dev) until it is online (the bridge is starting)")
                 return
             }
@@ -82,11 +85,37 @@ extension BridgeCore {
     }
 
     /// Runs the held commands of `device` (it just came online), or all of them once the
-    /// startup window has closed.
+    /// startup window has closed (`device` nil: on the tick and before each command, which also
+    /// closes the window when it may).
     mutating func releaseHeld(device: String?, now: Date, _ out: inout BridgeOutput) {
+        if device == nil { closeStartupHold(now: now, &out) }
         for held in scheduler.releaseHeld(device: device, now: now) {
             mqttMessage(topic: held.topic, payload: held.payload, responseTopic: held.responseTopic,
                         correlationData: held.correlationData, now: now, &out)
+        }
+    }
+
+    /// Closes the startup window when it may (StartupHold: past its minimum once no device the
+    /// bridge knows — and, in instance mode, owns — is still on its first connect; at its
+    /// maximum in any case) and logs it once; `releaseHeld` then runs what it held.
+    private mutating func closeStartupHold(now: Date, _ out: inout BridgeOutput) {
+        guard !scheduler.startupHoldClosed else { return }
+        let registry = self.registry
+        let instances = self.instances
+        func connecting(_ device: DeviceRecord) -> Bool {
+            device.snapshot.link == .unknown && (instances?.ownership.owns(device.id) ?? true)
+        }
+        guard let closing = scheduler.closeStartupHold(now: now, connecting: { registry.records.values.contains(where: connecting) })
+        else { return }
+        let held = scheduler.heldCount
+        switch closing {
+        case .devicesSettled(let after):
+            out.logs.append("the start-up hold ended after \(formatSeconds((after * 10).rounded() / 10)) s: every device's first connect has ended; "
+                + "\(held) held commands run now")
+        case .limitReached:
+            let waiting = registry.records.values.reduce(0) { $0 + (connecting($1) ? 1 : 0) }
+            out.logs.append("the start-up hold ended at its limit of \(formatSeconds(StartupHold.maximumSeconds)) s with "
+                + "\(waiting) devices still on their first connect; \(held) held commands run now")
         }
     }
 

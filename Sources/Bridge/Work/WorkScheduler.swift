@@ -76,9 +76,17 @@ struct WorkScheduler: Sendable {
     // MARK: - The startup hold (StartupHold.swift)
 
     /// Holds a command for a device that has not been online yet while the bridge starts; true
-    /// when held.
-    mutating func holdAtStartup(_ command: StartupHold.Held, everOnline: Bool, now: Date) -> Bool {
-        hold.hold(command, everOnline: everOnline, now: now)
+    /// when held. `devices`: how many the bridge knows (the hold's bound grows with them).
+    mutating func holdAtStartup(_ command: StartupHold.Held, everOnline: Bool, devices: Int, now: Date) -> Bool {
+        hold.hold(command, everOnline: everOnline, devices: devices, now: now)
+    }
+
+    /// The startup window has closed (for good).
+    var startupHoldClosed: Bool { hold.closing != nil }
+
+    /// Closes the startup window when it may (`StartupHold.close`); how it closed, once.
+    mutating func closeStartupHold(now: Date, connecting: () -> Bool) -> StartupHold.Closing? {
+        hold.close(now: now, connecting: connecting)
     }
 
     /// The held commands of `device` (it came online), or all of them once the window closed.
