@@ -212,12 +212,22 @@ final class DeviceConnection {
         timerToken &+= 1
         lastHeardBeforeClose = machine.lastHeard
         run(machine.channelClosed(reason, now: clock.now, jitter: Double.random(in: 0...1)))
+        firstAttemptFailed(reason)
         lastHeardBeforeClose = nil
         if reconnectImmediately {
             reconnectImmediately = false
             reconnectToken &+= 1
             run(machine.reconnectNow())
         }
+    }
+
+    /// A connect ended without the device ever having answered in this run (refused,
+    /// unreachable, TLS failed or timed out): its snapshot goes from `unknown` to `offline`, once,
+    /// so that whoever waits for every device's first attempt (the bridge's start-up hold) knows
+    /// this one has had it. A device that answered before reports its end as `disconnected`.
+    private func firstAttemptFailed(_ reason: CastDisconnectReason) {
+        guard case .unknown = session.current.link else { return }
+        run(session.disconnected(reason, silentSince: nil))
     }
 
     // MARK: - Actions
@@ -336,6 +346,7 @@ final class DeviceConnection {
                         logger.debug("connect failed", metadata: ["cast.error": "\(error)", "cast.attempt": "\(failedConnects)"])
                     }
                     run(machine.connectFailed(.connectFailed("\(error)"), now: clock.now, jitter: Double.random(in: 0...1)))
+                    firstAttemptFailed(.connectFailed("\(error)"))
                 }
             }
     }

@@ -346,7 +346,7 @@ import Testing
         h.feed(CastEvent.castConnected(tvID))
         h.feed(CastEvent.receiverStatus(tvID, receiver()))
         #expect(h.core.gauges.online == 2)
-        h.now = t0.addingTimeInterval(StartupHold.seconds + 1)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
         h.publish("cast2mqtt/bridge/request/remove", #"{"device": "living_room_tv"}"#)
         #expect(h.core.gauges == CoreGauges(devices: 1, online: 1, waiting: 0, inFlight: 0))
         h.feed(CastEvent.castDisconnected(speakerID, reason: "closed"))

@@ -25,8 +25,8 @@ struct StartupHold: Sendable {
 
     /// The window is open this long whatever the devices do (discovery needs time to find them).
     static let minimumSeconds: TimeInterval = 10
-    /// ... and never longer than this, even while devices are still connecting (a device whose
-    /// first connect fails reports nothing before it answers; only this bound ends its wait).
+    /// ... and never longer than this, even while devices are still connecting (a connect that
+    /// neither succeeds nor fails: a TCP connect or TLS handshake hanging until its timeout).
     static let maximumSeconds: TimeInterval = 120
     static let minimumHeld = 256
     /// The most devices one daemon serves (one file descriptor each, under its 20 000 limit).
