@@ -22,8 +22,9 @@ public struct DeviceSnapshot: Sendable, Hashable {
     /// The last receiver status (kept while offline: the last known state).
     public var receiver: ReceiverStatus?
     /// The media status of the running app's session, merged over the previous partial ones;
-    /// nil when there is no media session.
-    public var media: MediaStatus?
+    /// nil when there is no media session. Kept out of line (`OutOfLine`): most devices have
+    /// none, and the snapshot is kept several times per device.
+    @OutOfLine public var media: MediaStatus?
     /// When `media.currentTime` was true (the arrival of the status that changed it).
     public var positionAt: Date?
     /// Speaker group membership, for a device that answers on the multizone namespace.
