@@ -22,19 +22,21 @@ public struct DeviceSnapshot: Sendable, Hashable {
     /// The last receiver status (kept while offline: the last known state).
     public var receiver: ReceiverStatus?
     /// The media status of the running app's session, merged over the previous partial ones;
-    /// nil when there is no media session.
-    public var media: MediaStatus?
+    /// nil when there is no media session. Kept out of line (`OutOfLine`): most devices have
+    /// none, and the snapshot is kept several times per device.
+    @OutOfLine public var media: MediaStatus?
     /// When `media.currentTime` was true (the arrival of the status that changed it).
     public var positionAt: Date?
     /// Speaker group membership, for a device that answers on the multizone namespace.
     public var multizone: MultizoneState?
     /// The app session the client joined on the current connection (its transport is where
     /// media and app messages go); nil when none is joined. A command planned against the
-    /// snapshot decides from this whether its app must be launched first.
-    public var joinedApp: ReceiverApplication?
+    /// snapshot decides from this whether its app must be launched first. Out of line, as
+    /// `media`: 144 bytes of strings inline, and nil while no app session is joined.
+    @OutOfLine public var joinedApp: ReceiverApplication?
     /// The device-auth result of the newest connection that ran the check (nil: never checked,
-    /// the policy is `off`).
-    public var authentication: DeviceAuthResult?
+    /// the policy is `off`). Out of line, as `media`.
+    @OutOfLine public var authentication: DeviceAuthResult?
 
     public init(generation: Int = 0, link: Link = .unknown, receiver: ReceiverStatus? = nil, media: MediaStatus? = nil,
                 positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil,
