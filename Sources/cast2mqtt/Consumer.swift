@@ -150,9 +150,10 @@ final class Consumer {
             // A republish of everything (after a connect, or Home Assistant's birth) is handed
             // over in bulk: held and fed as the broker acknowledges, so that the responses and
             // states published meanwhile do not queue behind it (MQTT/BulkPublisher.swift).
-            let bulk = output.publications.count > Self.bulkThreshold
-            for publication in output.publications { publish(publication, bulk: bulk && publication.retain) }
+            for publication in output.publications { publish(publication, bulk: output.republish && publication.retain) }
         }
+        // The rest of the work after the inputs waiting now (the core's republish in parts).
+        if output.moreWork { runtime.inputs.push(.bridge(.resume)) }
         for id in output.forgotten { track(facts.drop(id)) }
         for id in output.release { track(facts.release(id)) }
         for id in output.connect { facts.connect(id) }
@@ -241,9 +242,6 @@ final class Consumer {
             inputs.push(.bridge(.operationCompleted(device, token, result)))
         }
     }
-
-    /// An output with more publications than this hands its retained ones over in bulk.
-    static let bulkThreshold = 256
 
     func publish(_ p: Publication, bulk: Bool = false) {
         runtime.observers.tee(p)

@@ -69,7 +69,15 @@ struct Harness {
 
     @discardableResult
     mutating func feed(_ input: BridgeInput) -> BridgeOutput {
-        let out = core.handle(input, now: now)
+        var out = core.handle(input, now: now)
+        // Work left for later (a republish in parts) goes on at once, as the consumer would
+        // after the inputs waiting meanwhile.
+        var more = out.moreWork
+        while more {
+            let next = core.handle(.resume, now: now)
+            more = next.moreWork
+            out.append(next)
+        }
         for op in out.operations { operationDevices[op.token] = op.deviceID }
         return out
     }

@@ -43,6 +43,8 @@ public struct BridgeCore: Sendable {
     /// Instance mode (mqtt-api.md §10; Instances/ and Core/InstanceInputs.swift); nil in single
     /// mode, where every instance branch is one test of this value.
     var instances: InstanceState?
+    /// Devices whose discovery configs a republish has still to publish (Effects.swift).
+    var discoveryBacklog = DiscoveryBacklog()
 
     /// The broker the MQTT side is connected to (`mqtt://host:port`, from `mqtt.url`'s list),
     /// set before each `.mqttConnected`; `bridge/info` names it as `broker`.
@@ -147,6 +149,7 @@ public struct BridgeCore: Sendable {
         case .operationCompleted(_, let token, let result): operationCompleted(token, result, now: now, &out)
         case .tick: tick(now: now, &out)
         case .homeAssistantOnline: republishDiscovery(&out)
+        case .resume: continueDiscovery(&out)
         case .instanceStop: instanceStop(now: now, &out)
         case .instanceResumed(let gap): instanceResumed(gap: gap, now: now, &out)
         }
@@ -200,14 +203,20 @@ public struct BridgeCore: Sendable {
         publisher.brokerConnected()
         out.publish(Publication(topic: topics.bridgeState, text: "online", retain: true))
         publisher.record(topics.bridgeState, text: "online")
+        out.republish = true
         bridgeTopicsChanged(now: now, force: true, &out)
         for id in registry.ids { publishDevice(id, now: now, &out) }
         // Devices gone since the previous run are cleared once; with discovery off, every config.
         publisher.clearGone(known: { registry[$0] != nil }, topics: topics, &out)
         if !homeAssistant.enabled { publisher.clearAllDiscovery(&out) }
         publishBridgeDiscovery(&out)
-        for id in registry.ids { publishDiscovery(id, &out) }
         publisher.republishRest(&out)
+        // The devices' configs (~8 KB each: most of the bytes and the time) in parts, each its
+        // own turn of the consumer, so that commands arriving meanwhile are not held behind all
+        // of them (10 000 devices: ~80 MB of JSON). A config that changes meanwhile is published
+        // at once, and its part then finds it already published.
+        discoveryBacklog = DiscoveryBacklog(ids: registry.ids, force: false)
+        continueDiscovery(&out)
     }
 }
 

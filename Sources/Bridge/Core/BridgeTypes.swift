@@ -87,6 +87,9 @@ public enum BridgeInput: Sendable {
     case tick
     /// `online` arrived on `<discovery_prefix>/status` (also reachable through `.mqttMessage`).
     case homeAssistantOnline
+    /// Go on with work an earlier output left for later (`BridgeOutput.moreWork`): the next part
+    /// of a republish of the discovery configs.
+    case resume
     /// Instance mode (mqtt-api.md §10), SIGTERM: say `stopping` and hand the devices over
     /// (`BridgeOutput.handedOver` says when that is done).
     case instanceStop
@@ -272,6 +275,11 @@ public struct BridgeOutput: Sendable {
     public var release: [DeviceID] = []
     /// Instance mode, after `.instanceStop`: every device is handed over (or nobody can take it).
     public var handedOver = false
+    /// Part of a republish of everything (after a connect, or Home Assistant's birth): the I/O
+    /// side hands its retained publications over in bulk, behind what is published directly.
+    public var republish = false
+    /// Work is left for later: feed `.resume` once the inputs waiting now have had their turn.
+    public var moreWork = false
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
         self.publications = publications
@@ -296,5 +304,7 @@ public struct BridgeOutput: Sendable {
         connect += other.connect
         release += other.release
         handedOver = handedOver || other.handedOver
+        republish = republish || other.republish
+        moreWork = moreWork || other.moreWork
     }
 }

@@ -112,12 +112,24 @@ extension BridgeCore {
         publisher.publishBridgeConfigs(homeAssistant.bridgeConfigs, force: force, &out)
     }
 
-    /// Home Assistant announced itself: every config again, changed or not.
+    /// Home Assistant announced itself: every config again, changed or not (in parts, as after
+    /// a connect).
     mutating func republishDiscovery(_ out: inout BridgeOutput) {
         guard homeAssistant.enabled else { return }
         out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
+        out.republish = true
         publishBridgeDiscovery(force: true, &out)
-        for id in registry.ids { publishDiscovery(id, force: true, &out) }
+        discoveryBacklog = DiscoveryBacklog(ids: registry.ids, force: true)
+        continueDiscovery(&out)
+    }
+
+    /// The next part of a republish of the devices' discovery configs; `moreWork` while some
+    /// are left. A device removed meanwhile is skipped.
+    mutating func continueDiscovery(_ out: inout BridgeOutput) {
+        guard !discoveryBacklog.isEmpty else { return }
+        out.republish = true
+        for id in discoveryBacklog.next(DiscoveryBacklog.part) { publishDiscovery(id, force: discoveryBacklog.force, &out) }
+        out.moreWork = !discoveryBacklog.isEmpty
     }
 
     // MARK: - Events
@@ -150,5 +162,35 @@ extension BridgeCore {
         if let broker { info["broker"] = .string(broker) }
         publisher.publish(topics.bridgeInfo, .object(info), &out)
         publisher.publish(topics.bridgeDevices, devicesDocument, &out)
+    }
+}
+
+/// The devices whose discovery configs a republish has still to publish, in order.
+struct DiscoveryBacklog: Sendable {
+    /// Configs per turn of the consumer: ~2 MB of JSON, a few milliseconds in a release build.
+    static let part = 250
+
+    private var ids: [DeviceID] = []
+    private var position = 0
+    /// Published even when unchanged (Home Assistant's birth).
+    private(set) var force = false
+
+    init() {}
+
+    init(ids: [DeviceID], force: Bool) {
+        self.ids = ids
+        self.force = force
+    }
+
+    var isEmpty: Bool { position >= ids.count }
+    var remaining: Int { ids.count - position }
+
+    mutating func next(_ count: Int) -> ArraySlice<DeviceID> {
+        let end = min(ids.count, position + count)
+        defer {
+            position = end
+            if isEmpty { ids = [] }
+        }
+        return ids[position..<end]
     }
 }
