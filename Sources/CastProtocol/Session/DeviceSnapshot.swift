@@ -31,12 +31,11 @@ public struct DeviceSnapshot: Sendable, Hashable {
     public var multizone: MultizoneState?
     /// The app session the client joined on the current connection (its transport is where
     /// media and app messages go); nil when none is joined. A command planned against the
-    /// snapshot decides from this whether its app must be launched first. Out of line, as
-    /// `media`: 144 bytes of strings inline, and nil while no app session is joined.
-    @OutOfLine public var joinedApp: ReceiverApplication?
+    /// snapshot decides from this whether its app must be launched first.
+    public var joinedApp: ReceiverApplication?
     /// The device-auth result of the newest connection that ran the check (nil: never checked,
-    /// the policy is `off`). Out of line, as `media`.
-    @OutOfLine public var authentication: DeviceAuthResult?
+    /// the policy is `off`).
+    public var authentication: DeviceAuthResult?
 
     public init(generation: Int = 0, link: Link = .unknown, receiver: ReceiverStatus? = nil, media: MediaStatus? = nil,
                 positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil,
