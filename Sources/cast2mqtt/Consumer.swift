@@ -63,12 +63,17 @@ final class Consumer {
 
     var logger: Logger { runtime.logger }
 
-    /// Inputs taken in one turn before the loop gets back to its sockets.
+    /// Inputs taken in one turn before the loop gets back to its sockets, and the time one turn
+    /// may take: the loop also serves devices, whose PINGs and replies wait meanwhile (a republish
+    /// of 10 000 discovery configs in one turn held them for seconds).
     static let inputsPerTurn = 256
+    static let turnBudget: Duration = .milliseconds(5)
 
     /// Takes what waits (scheduled by the queue on this loop when an input finds it idle).
     func drain() {
         loop.assertInEventLoop()
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: Self.turnBudget)
         for _ in 0..<Self.inputsPerTurn {
             switch runtime.inputs.next() {
             case .input(let input): take(input)
@@ -77,6 +82,7 @@ final class Consumer {
                 finished.succeed()
                 return
             }
+            if clock.now >= deadline { break }
         }
         // More waits: the rest in the next turn, after the loop's I/O.
         loop.assumeIsolated().execute { self.drain() }

@@ -45,7 +45,7 @@ import Testing
         _ = h.core.handle(.mqttMessage(topic: "cast2mqtt/bridge/request/remove", payload: Array(#"{"device": "\#(gone)"}"#.utf8),
                                    responseTopic: nil, correlationData: nil), now: h.now)
         var turns = 0
-        while out.moreWork, turns < 10 {
+        while out.moreWork, turns < 100 {
             out = h.core.handle(.resume, now: h.now)
             #expect(out.republish)
             parts.append(Self.configs(out))
@@ -67,7 +67,7 @@ import Testing
         #expect(out.republish && out.moreWork)
         var all = Self.configs(out)
         var turns = 0
-        while out.moreWork, turns < 10 {
+        while out.moreWork, turns < 100 {
             out = h.core.handle(.resume, now: h.now)
             all += Self.configs(out)
             turns += 1

@@ -167,8 +167,9 @@ extension BridgeCore {
 
 /// The devices whose discovery configs a republish has still to publish, in order.
 struct DiscoveryBacklog: Sendable {
-    /// Configs per turn of the consumer: ~2 MB of JSON, a few milliseconds in a release build.
-    static let part = 250
+    /// Configs per turn of the consumer: ~0.5 MB of JSON, a few milliseconds in a release build
+    /// (the consumer's loop serves devices too).
+    static let part = 64
 
     private var ids: [DeviceID] = []
     private var position = 0
