@@ -156,7 +156,11 @@ final class Consumer {
             // A republish of everything (after a connect, or Home Assistant's birth) is handed
             // over in bulk: held and fed as the broker acknowledges, so that the responses and
             // states published meanwhile do not queue behind it (MQTT/BulkPublisher.swift).
-            for publication in output.publications { publish(publication, bulk: output.republish && publication.retain) }
+            // Not in instance mode: the gate decides on ownership when the core's output is
+            // made, and a device handed over meanwhile must not have its held topics land after
+            // its new owner's.
+            let bulk = output.republish && runtime.configuration.instance == nil
+            for publication in output.publications { publish(publication, bulk: bulk && publication.retain) }
         }
         // The rest of the work after the inputs waiting now (the core's republish in parts).
         if output.moreWork { runtime.inputs.push(.bridge(.resume)) }
