@@ -46,8 +46,10 @@ final class BulkPublisher: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Held publications (read without the lock on every direct publish).
+    /// Held publications (read without the lock on every direct publish), and those handed over
+    /// and not yet completed (read without the lock on every completion).
     private let heldCount = Atomic<Int>(0)
+    private let inFlight = Atomic<Int>(0)
     private let window: Int
 
     init(window: Int = BulkPublisher.window) {
@@ -79,6 +81,7 @@ final class BulkPublisher: Sendable {
         while let message = state.withLock({ s -> MQTTMessage? in
             let next = s.next(window: window)
             heldCount.store(s.held.count, ordering: .relaxed)
+            inFlight.store(s.outstanding.count + s.handing, ordering: .relaxed)
             return next
         }) {
             let mid = publish(message)
@@ -86,6 +89,7 @@ final class BulkPublisher: Sendable {
                 s.handing -= 1
                 if let mid, s.early.remove(mid) == nil { s.outstanding.insert(mid) }
                 if s.handing == 0 { s.early.removeAll() }
+                inFlight.store(s.outstanding.count + s.handing, ordering: .relaxed)
             }
         }
     }
@@ -93,7 +97,10 @@ final class BulkPublisher: Sendable {
     /// libmosquitto completed message `mid` (any message): true when it was a bulk one (room
     /// for the next).
     func completed(_ mid: Int32) -> Bool {
-        state.withLock { s in
+        // Every publication's completion comes here; without a bulk under way, no lock.
+        guard inFlight.load(ordering: .relaxed) > 0 else { return false }
+        return state.withLock { s in
+            defer { inFlight.store(s.outstanding.count + s.handing, ordering: .relaxed) }
             if s.outstanding.remove(mid) != nil { return true }
             if s.handing > 0 { s.early.insert(mid) }
             return false
@@ -106,6 +113,7 @@ final class BulkPublisher: Sendable {
         state.withLock { s in
             s.outstanding.removeAll()
             s.early.removeAll()
+            inFlight.store(s.handing, ordering: .relaxed)
         }
     }
 }
