@@ -23,13 +23,14 @@ import NIOPosix
 /// arrived, not on what was read.
 ///
 /// Not `Sendable` in use: one instance per thread, reached through `on(_:)` from the loop's own
-/// thread (`@unchecked` only so that the thread-specific slot can be a static).
+/// thread (`@unchecked` only so that the thread-specific slot can be a static). Both entry
+/// points check that they run on the loop, in release builds too (as `NIOLoopBoundBox` does).
 final class LoopTimers: @unchecked Sendable {
     private static let perThread = ThreadSpecificVariable<LoopTimers>()
 
     /// The coalesced timers of `loop`; call on `loop`.
     static func on(_ loop: any EventLoop) -> LoopTimers {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         if let timers = perThread.currentValue, timers.loop === loop { return timers }
         // A thread runs one event loop; a new loop on this thread (tests start and stop groups)
         // gets a new instance, while the old one's slots still fire on the loop they were made on.
@@ -68,7 +69,7 @@ final class LoopTimers: @unchecked Sendable {
 
     /// Runs `body` on the loop no earlier than `delay` from now (see the type's note for how late).
     func schedule(in delay: Duration, _ body: @escaping () -> Void) {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let nanoseconds = UInt64(max(0, delay.clampedNanoseconds))
         let slot = Self.slot(now: loop.now.uptimeNanoseconds, delay: nanoseconds)
         if slots[slot] != nil {
