@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 
 /// The connections' deadlines, coalesced per event loop: never early, late by at most the grid
 /// of their scale, and many deadlines in one slot share one of the loop's timers.
@@ -60,11 +61,7 @@ struct LoopTimersTests {
         // Scheduled over ~200 ms of delays on a 64 ms grid: a handful of slots; more when the
         // loop is preempted while it schedules (a busy machine), but far fewer than 500 timers.
         #expect(slots <= 50, "500 deadlines in \(slots) slots")
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ran.withLockedValue({ $0 }) < 500, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(ran.withLockedValue { $0 } == 500)
+        #expect(await waitUntil(timeout: .seconds(30)) { ran.withLockedValue { $0 } == 500 })
         #expect(early.withLockedValue { $0 } == 0)
         let left = try await loop.submit { LoopTimers.on(loop).pendingSlots }.get()
         #expect(left == 0)
