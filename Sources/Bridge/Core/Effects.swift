@@ -184,7 +184,6 @@ struct DiscoveryBacklog: Sendable {
     }
 
     var isEmpty: Bool { position >= ids.count }
-    var remaining: Int { ids.count - position }
 
     mutating func next(_ count: Int) -> ArraySlice<DeviceID> {
         let end = min(ids.count, position + count)
