@@ -31,14 +31,14 @@ final class DeviceConnection {
 
     let eventLoop: any EventLoop
     let logger: Logger
-    private let sslContext: NIOSSLContext
+    let sslContext: NIOSSLContext
     /// Bounds the TLS handshakes in flight across the fleet (nil: no bound).
-    private let handshakeGate: HandshakeGate?
+    let handshakeGate: HandshakeGate?
     /// This connection holds a place of `handshakeGate` (its handshake is under way).
-    private var holdsGate = false
+    var holdsGate = false
     private let deviceAuthTrust: DeviceAuthTrustStore
     /// The last device-auth result, so that a repeated one is not logged again.
-    private var lastAuthResult: DeviceAuthResult?
+    var lastAuthResult: DeviceAuthResult?
     /// Where events go, called on the loop in the order they happen (before the request they
     /// answer completes).
     private let emit: @Sendable (CastClientEvent) -> Void
@@ -48,11 +48,11 @@ final class DeviceConnection {
     private(set) var address: CastDeviceAddress
     var machine: Machine
     var session: CastSessionMachine
-    private var channel: (any Channel)?
+    var channel: (any Channel)?
     /// The channel of a connect whose TLS handshake has not finished yet.
-    private var pendingChannel: (any Channel)?
-    private var generation = 0
-    private var closeReason: CastDisconnectReason?
+    var pendingChannel: (any Channel)?
+    var generation = 0
+    var closeReason: CastDisconnectReason?
     /// When the device last sent anything on a channel the peer closed (reset, FIN), read
     /// before the machine leaves the connection: its `disconnected` event comes after that.
     private var lastHeardBeforeClose: ContinuousClock.Instant?
@@ -351,45 +351,6 @@ final class DeviceConnection {
             }
     }
 
-    /// The gate let this connection in: the TLS handler goes in front of the framing and starts
-    /// the handshake at once (the channel is active). A connect abandoned meanwhile gives its place
-    /// back.
-    private func startHandshake(_ channel: any Channel, generation: Int) {
-        holdsGate = true
-        guard generation == self.generation, let pending = pendingChannel, pending === channel, channel.isActive else {
-            releaseGate()
-            return
-        }
-        do {
-            let pipeline = channel.pipeline.syncOperations
-            let framing = try pipeline.handler(type: ByteToMessageHandler<CastFrameDecoder>.self)
-            try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: nil), position: .before(framing))
-        } catch {
-            if closeReason == nil { closeReason = .connectFailed("TLS: \(error)") }
-            channel.close(promise: nil)
-            return
-        }
-        handshakeDeadline(generation)
-    }
-
-    /// TCP is up and the handshake under way; NIOSSL has no handshake deadline of its own, so a
-    /// peer that accepts and then says nothing would hold us here forever.
-    private func handshakeDeadline(_ generation: Int) {
-        let limit = configuration.connectTimeout
-        LoopTimers.on(eventLoop).schedule(in: limit) { [self] in
-            guard generation == self.generation, self.channel == nil, let stalled = pendingChannel else { return }
-            if closeReason == nil { closeReason = .connectFailed("TLS handshake timed out after \(limit.seconds) s") }
-            stalled.close(promise: nil)
-        }
-    }
-
-    /// Gives back this connection's place in `handshakeGate`, if it holds one.
-    private func releaseGate() {
-        guard holdsGate else { return }
-        holdsGate = false
-        handshakeGate?.leave()
-    }
-
     // MARK: - Events of the connection
 
     private func handle(_ event: CastConnectionEvent) {
@@ -415,28 +376,6 @@ final class DeviceConnection {
             releaseGate()
             logAuthentication(result, admitted: admitted)
             run(session.authenticated(result, admitted: admitted))
-        }
-    }
-
-    /// One line when the result changes (debug when it repeats, as a refused device retries).
-    private func logAuthentication(_ result: DeviceAuthResult, admitted: Bool) {
-        var metadata: Logger.Metadata = ["cast.address": "\(address)"]
-        if let name = result.certificate?.commonName { metadata["cast.certificate"] = "\(name)" }
-        if let sha = result.certificate?.sha256 { metadata["cast.certificate_sha256"] = "\(sha.prefix(16))" }
-        defer { lastAuthResult = result }
-        guard result != lastAuthResult else {
-            logger.debug("device authentication unchanged", metadata: metadata)
-            return
-        }
-        guard let failure = result.failure else {
-            logger.info("device authenticated", metadata: metadata)
-            return
-        }
-        metadata["cast.auth_error"] = "\(failure.rawValue)"
-        if admitted {
-            logger.warning("device authentication failed (\(failure)); used anyway (device_auth: report)", metadata: metadata)
-        } else {
-            logger.warning("device authentication failed (\(failure)); kept offline (device_auth: require)", metadata: metadata)
         }
     }
 
