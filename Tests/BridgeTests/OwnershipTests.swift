@@ -320,6 +320,43 @@ let fleetIDs = (0..<60).map { String(format: "%032x", $0 &* 7919 &+ 17) }
         #expect(c.connected[owner]?.contains(tvID) == false, "the stale Cast connection was kept")
     }
 
+    /// A preferred instance comes back and claims its device from the current owner; an echo of
+    /// the owner's older claim (the one the new claim was made against) reaches it before its own
+    /// claim comes back: it keeps claiming instead of letting the device go.
+    @Test func anOlderClaimDoesNotUndoAClaimOnItsWay() {
+        var c = Cluster(["alpha": [tvID], "beta": [tvID]], prefer: [tvID: ["beta"]])
+        c.start()
+        c.kill("beta")
+        c.pass(1)
+        #expect(c.owners(tvID) == ["alpha"])
+        let older = c.retained[Cluster.claimTopic(tvID)] ?? []
+        c.connect("beta")
+        func betaClaimQueued() -> Bool {
+            c.queue.contains { $0.topic == Cluster.claimTopic(tvID) && Claim.parse($0.payload).map { $0.owner == "beta" } == .success(true) }
+        }
+        // One message or one tick at a time, until beta's claim is on its way to the broker.
+        var steps = 0
+        while !betaClaimQueued(), steps < 200 {
+            steps += 1
+            if c.queue.isEmpty {
+                c.now += 1
+                let now = c.now
+                for name in c.nodes.keys.sorted() where !c.away.contains(name) { c.run(name) { $0.tick(now: now) } }
+            } else {
+                let (topic, payload) = c.queue.removeFirst()
+                for name in c.nodes.keys.sorted() where !c.away.contains(name) { c.route(name, topic, payload) }
+            }
+        }
+        #expect(betaClaimQueued(), "beta never claimed its preferred device")
+        let logged = c.logs["beta"]?.count ?? 0
+        c.route("beta", Cluster.claimTopic(tvID), older)
+        #expect(!(c.logs["beta"] ?? []).dropFirst(logged).contains { $0.contains("letting it go") })
+        c.deliver()
+        c.pass(3)
+        #expect(c.owners(tvID) == ["beta"])
+        #expect(c.connectLog.filter { $0.0 == "beta" }.count == 2, "beta connected once before it was killed and once now")
+    }
+
     /// Every instance decides about every command; in each phase exactly one takes it.
     @Test func exactlyOneInstanceTakesACommandInEveryPhase() {
         var c = Cluster(["alpha": [tvID], "beta": [tvID], "gamma": [tvID]])

@@ -319,6 +319,9 @@ public struct Ownership: Sendable {
                 holding[id] = .claiming(e)
                 fx.publications.append(claimPublication(id, Claim(owner: me, epoch: e)))
             }
+        } else if case .claiming(let pending)? = holding[id], pending > best.epoch {
+            // This instance is saying a newer claim than the one it sees (made against it, or
+            // against an echo of an older one): that claim decides when it comes back, not this.
         } else if holding[id] != nil || connected.contains(id) {
             fx.logs.append("\(id): \(best.owner) claimed it (epoch \(best.epoch)); letting it go")
             lose(id, &fx)
