@@ -46,6 +46,8 @@ final class Consumer {
     var lastTaken: ContinuousClock.Instant?
     var stopping = false
     var handoverEnded = false
+    /// Resumes `drain` after the loop's next poll (LoopYield.swift).
+    var yield: LoopYield?
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
          facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
@@ -84,8 +86,16 @@ final class Consumer {
             }
             if clock.now >= deadline { break }
         }
-        // More waits: the rest in the next turn, after the loop's I/O.
-        loop.assumeIsolated().execute { self.drain() }
+        // More waits: the rest in the next turn, after the loop's I/O (an `execute` would run in
+        // this same tick, before any socket is read: LoopYield.swift).
+        if yield?.arm() != true { loop.assumeIsolated().execute { self.drain() } }
+    }
+
+    /// Registers the pipe that lets `drain` resume after the loop's sockets (at start, on the loop).
+    func startYield() {
+        let yield = LoopYield(loop: loop) { [weak self] in self?.drain() }
+        yield.start()
+        self.yield = yield
     }
 
     func take(_ next: RuntimeInput) {
@@ -279,6 +289,7 @@ final class Consumer {
         if final.sessionsChanged { sessionsPacer.changed() }
         if final.publishedChanged { publishedPacer.changed() }
         saveState(force: true)
+        yield?.stop()
         return (facts.takeClients(), Array(closing.values))
     }
 }

@@ -101,7 +101,10 @@ struct ConsumerService: Service {
     func run() async throws {
         defer { finished.open() }
         let (inputs, logger, consumer, coreLoop) = (runtime.inputs, runtime.logger, self.consumer, self.coreLoop)
-        let drained = try await coreLoop.submit { consumer.value.finished.futureResult }.get()
+        let drained = try await coreLoop.submit {
+            consumer.value.startYield()
+            return consumer.value.finished.futureResult
+        }.get()
         inputs.consume { coreLoop.execute { consumer.value.drain() } }
         let ticker = coreLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             inputs.push(.bridge(.tick))
