@@ -3,9 +3,10 @@ import Foundation
 @testable import Bridge
 import Testing
 
-/// After a connect (and on Home Assistant's birth) the devices' discovery configs go out in
-/// parts, each its own turn, so that a command in between is answered without waiting for all of
-/// them; every config still goes out exactly once, and the outputs say they are a republish.
+/// After a connect the devices' retained topics and discovery configs (on Home Assistant's birth,
+/// the configs) go out in parts, each its own turn, so that a command in between is answered
+/// without waiting for all of them; every topic still goes out exactly once (none that changed
+/// meanwhile again), and the outputs say they are a republish.
 @Suite struct RepublishInPartsTests {
     static let count = 600
 
@@ -28,11 +29,10 @@ import Testing
         var h = Self.fleet()
         var out = h.core.handle(.mqttConnected, now: h.now)
         #expect(out.republish && out.moreWork)
-        var parts = [Self.configs(out)]
-        #expect(parts[0].count == DiscoveryBacklog.part)
-        // Everything else is in the first part: every device's availability, the bridge's topics.
-        #expect(out.publications.filter { $0.topic.hasSuffix("/availability") }.count == Self.count)
+        // The connect's own turn: the bridge's topics; the devices' follow in parts.
         #expect(out.publications.contains { $0.topic == "cast2mqtt/bridge/state" })
+        #expect(out.publications.filter { $0.topic.hasSuffix("/availability") }.isEmpty)
+        var parts = [Self.configs(out)]
 
         // A command between two parts is answered in its own turn, not behind the configs.
         let answer = h.core.handle(.mqttMessage(topic: "cast2mqtt/bridge/request/health_check", payload: Array(#"{"id": 1}"#.utf8),
@@ -42,22 +42,54 @@ import Testing
 
         // A device forgotten meanwhile is skipped; the rest come in parts until none is left.
         let gone = String(format: "%032x", Self.count)
+        let goneTopic = "cast2mqtt/\(h.core.registry.topicName(gone))/"
         _ = h.core.handle(.mqttMessage(topic: "cast2mqtt/bridge/request/remove", payload: Array(#"{"device": "\#(gone)"}"#.utf8),
                                    responseTopic: nil, correlationData: nil), now: h.now)
         var turns = 0
-        while out.moreWork, turns < 100 {
+        var republished: [Publication] = []
+        while out.moreWork, turns < 1000 {
             out = h.core.handle(.resume, now: h.now)
             #expect(out.republish)
+            #expect(out.publications.count <= RetainedPublisher.republishPart)
+            republished += out.publications
             parts.append(Self.configs(out))
             turns += 1
         }
         #expect(!out.moreWork)
         let all = parts.flatMap { $0 }
-        #expect(parts.allSatisfy { $0.count <= DiscoveryBacklog.part })
+        #expect(parts.allSatisfy { $0.count <= DeviceBacklog.discoveryPart })
         #expect(all.count == Self.count - 1 && Set(all).count == all.count, "each config once, the forgotten one not")
         #expect(!all.contains("homeassistant/device/cast2mqtt_\(gone)/config"))
+        // Every device's retained topics again, each once, the forgotten device's not.
+        let availability = republished.map(\.topic).filter { $0.hasSuffix("/availability") }
+        #expect(availability.count == Self.count - 1 && Set(availability).count == availability.count)
+        #expect(!republished.contains { $0.topic.hasPrefix(goneTopic) })
         // Nothing left: another resume does nothing.
         #expect(h.core.handle(.resume, now: h.now).isEmpty)
+    }
+
+    /// A topic that changes while the republish is under way goes out at once; the part that
+    /// owed it does not send it again (it would be the old value after the new).
+    @Test func aTopicPublishedDuringTheRepublishIsNotSentAgainByItsPart() throws {
+        var h = Self.fleet()
+        let id = String(format: "%032x", Self.count - 10)
+        let topic = "cast2mqtt/\(h.core.registry.topicName(id))/availability"
+        var out = h.core.handle(.mqttConnected, now: h.now)
+        // The device comes online before its part: published at once, in the snapshot's turn.
+        let change = h.core.handle(.device(id, DeviceSnapshot(generation: 1, link: .online, receiver: receiver())), now: h.now)
+        #expect(change.publications.filter { $0.topic == topic }.map(\.text) == ["online"])
+        var later: [Publication] = []
+        var turns = 0
+        while out.moreWork, turns < 1000 {
+            out = h.core.handle(.resume, now: h.now)
+            later += out.publications
+            turns += 1
+        }
+        #expect(!out.moreWork)
+        #expect(!later.contains { $0.topic == topic }, "the part sent the device's availability again")
+        // Its neighbours were republished.
+        let other = "cast2mqtt/\(h.core.registry.topicName(String(format: "%032x", Self.count - 11)))/availability"
+        #expect(later.filter { $0.topic == other }.count == 1)
     }
 
     @Test func homeAssistantsBirthRepublishesUnchangedConfigsInParts() {

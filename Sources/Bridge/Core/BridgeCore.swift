@@ -43,8 +43,10 @@ public struct BridgeCore: Sendable {
     /// Instance mode (mqtt-api.md §10; Instances/ and Core/InstanceInputs.swift); nil in single
     /// mode, where every instance branch is one test of this value.
     var instances: InstanceState?
-    /// Devices whose discovery configs a republish has still to publish (Effects.swift).
-    var discoveryBacklog = DiscoveryBacklog()
+    /// Devices a republish has still to go through: their own topics after a connect, their
+    /// discovery configs (Effects.swift, `continueRepublish`).
+    var stateBacklog = DeviceBacklog()
+    var discoveryBacklog = DeviceBacklog()
 
     /// The broker the MQTT side is connected to (`mqtt://host:port`, from `mqtt.url`'s list),
     /// set before each `.mqttConnected`; `bridge/info` names it as `broker`.
@@ -148,8 +150,8 @@ public struct BridgeCore: Sendable {
         case .appMessage(let id, let namespace, let payload): appMessage(id, namespace: namespace, payload: payload, &out)
         case .operationCompleted(_, let token, let result): operationCompleted(token, result, now: now, &out)
         case .tick: tick(now: now, &out)
-        case .homeAssistantOnline: republishDiscovery(&out)
-        case .resume: continueDiscovery(&out)
+        case .homeAssistantOnline: republishDiscovery(now: now, &out)
+        case .resume: continueRepublish(now: now, &out)
         case .instanceStop: instanceStop(now: now, &out)
         case .instanceResumed(let gap): instanceResumed(gap: gap, now: now, &out)
         }
@@ -197,6 +199,9 @@ public struct BridgeCore: Sendable {
     }
 
     /// After every broker (re)connect: bridge state online first, then every retained topic.
+    /// Only the bridge's own topics go out in this turn; the devices' (10 000 devices: ~50 000
+    /// topics and ~80 MB of discovery configs) follow in parts, each its own turn of the
+    /// consumer, so that a command arriving meanwhile is not held behind all of them.
     mutating func mqttConnected(now: Date, _ out: inout BridgeOutput) {
         if instances != nil { instanceConnected(now: now, &out) }
         health.mqttConnects += 1
@@ -205,18 +210,16 @@ public struct BridgeCore: Sendable {
         publisher.record(topics.bridgeState, text: "online")
         out.republish = true
         bridgeTopicsChanged(now: now, force: true, &out)
-        for id in registry.ids { publishDevice(id, now: now, &out) }
         // Devices gone since the previous run are cleared once; with discovery off, every config.
         publisher.clearGone(known: { registry[$0] != nil }, topics: topics, &out)
         if !homeAssistant.enabled { publisher.clearAllDiscovery(&out) }
         publishBridgeDiscovery(&out)
-        publisher.republishRest(&out)
-        // The devices' configs (~8 KB each: most of the bytes and the time) in parts, each its
-        // own turn of the consumer, so that commands arriving meanwhile are not held behind all
-        // of them (10 000 devices: ~80 MB of JSON). A config that changes meanwhile is published
-        // at once, and its part then finds it already published.
-        discoveryBacklog = DiscoveryBacklog(ids: registry.ids, force: false)
-        continueDiscovery(&out)
+        // Then, in parts: each device's own topics where they changed, every retained topic as
+        // last published (a topic that changes meanwhile goes out at once, and its part skips
+        // it), the devices' configs (rebuilt: only their hash is kept).
+        stateBacklog = DeviceBacklog(ids: registry.ids, force: false)
+        discoveryBacklog = DeviceBacklog(ids: registry.ids, force: false)
+        continueRepublish(now: now, &out)
     }
 }
 

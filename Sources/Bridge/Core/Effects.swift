@@ -114,22 +114,32 @@ extension BridgeCore {
 
     /// Home Assistant announced itself: every config again, changed or not (in parts, as after
     /// a connect).
-    mutating func republishDiscovery(_ out: inout BridgeOutput) {
+    mutating func republishDiscovery(now: Date, _ out: inout BridgeOutput) {
         guard homeAssistant.enabled else { return }
         out.homeAssistantLogs.append("Home Assistant is online: publishing the discovery configs of \(registry.count) devices again")
         out.republish = true
         publishBridgeDiscovery(force: true, &out)
-        discoveryBacklog = DiscoveryBacklog(ids: registry.ids, force: true)
-        continueDiscovery(&out)
+        discoveryBacklog = DeviceBacklog(ids: registry.ids, force: true)
+        continueRepublish(now: now, &out)
     }
 
-    /// The next part of a republish of the devices' discovery configs; `moreWork` while some
-    /// are left. A device removed meanwhile is skipped.
-    mutating func continueDiscovery(_ out: inout BridgeOutput) {
-        guard !discoveryBacklog.isEmpty else { return }
-        out.republish = true
-        for id in discoveryBacklog.next(DiscoveryBacklog.part) { publishDiscovery(id, force: discoveryBacklog.force, &out) }
-        out.moreWork = !discoveryBacklog.isEmpty
+    /// The next part of a republish, each its own turn of the consumer (`moreWork` while some is
+    /// left): after a connect, the devices' own topics where they changed (`stateBacklog`), then
+    /// every retained topic owed to the new connection (the publisher's), then the devices'
+    /// discovery configs (`discoveryBacklog`, also after Home Assistant's birth). A device
+    /// removed meanwhile is skipped; a topic published meanwhile is not sent again.
+    mutating func continueRepublish(now: Date, _ out: inout BridgeOutput) {
+        if !stateBacklog.isEmpty {
+            out.republish = true
+            for id in stateBacklog.next(DeviceBacklog.statePart) { publishDevice(id, now: now, &out) }
+        } else if publisher.owesRepublish {
+            out.republish = true
+            publisher.republishOwed(RetainedPublisher.republishPart, &out)
+        } else if !discoveryBacklog.isEmpty {
+            out.republish = true
+            for id in discoveryBacklog.next(DeviceBacklog.discoveryPart) { publishDiscovery(id, force: discoveryBacklog.force, &out) }
+        }
+        out.moreWork = !stateBacklog.isEmpty || publisher.owesRepublish || !discoveryBacklog.isEmpty
     }
 
     // MARK: - Events
@@ -165,11 +175,14 @@ extension BridgeCore {
     }
 }
 
-/// The devices whose discovery configs a republish has still to publish, in order.
-struct DiscoveryBacklog: Sendable {
-    /// Configs per turn of the consumer: ~0.5 MB of JSON, a few milliseconds in a release build
-    /// (the consumer's loop serves devices too).
-    static let part = 64
+/// The devices a republish has still to go through, in order.
+struct DeviceBacklog: Sendable {
+    /// Discovery configs per turn of the consumer: ~0.5 MB of JSON, a few milliseconds in a
+    /// release build (the consumer's loop serves devices too).
+    static let discoveryPart = 64
+    /// Devices whose own topics are checked per turn (each unchanged one costs its documents'
+    /// hashes, a changed one its JSON).
+    static let statePart = 256
 
     private var ids: [DeviceID] = []
     private var position = 0

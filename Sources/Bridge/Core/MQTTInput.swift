@@ -18,7 +18,7 @@ extension BridgeCore {
         switch parsed {
         case .homeAssistantStatus:
             if String(decoding: payload.prefix(16), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "online" {
-                republishDiscovery(&out)
+                republishDiscovery(now: now, &out)
             }
         case .bridgeRequest(let name):
             // In instance mode the primary answers the bridge requests.

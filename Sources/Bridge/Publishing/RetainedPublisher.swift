@@ -25,12 +25,20 @@ struct RetainedPublisher: Sendable {
     private var lastBridgeTopicsPublish: Date?
     /// With `media.position_interval`: when each playing device's position was last republished.
     private var lastPositionPublish: [DeviceID: Date] = [:]
+    /// After a broker (re)connect: the retained topics owed to the new connection (as the set,
+    /// and in the order they go out), published again in parts by `republishOwed`. A topic
+    /// published or cleared meanwhile is no longer owed: its newer value went out already.
+    private var owed: Set<String> = []
+    private var owedOrder: [String] = []
+    private var owedPosition = 0
+    /// Topics per part: ~0.3 MB of payloads at most, about a millisecond in a release build.
+    static let republishPart = 512
 
     /// Publishes a retained JSON document when its content changed, adding `updated_at: stamp`
     /// when given (a timestamp is not content). True when it published. The document is encoded
     /// once, and only when it is published.
     /// `rebuilt`: only the hash is kept (the caller publishes the document again, rebuilt, after
-    /// a broker reconnect; `republishRest` leaves it out).
+    /// a broker reconnect; `republishOwed` leaves it out).
     @discardableResult
     mutating func publish(_ topic: String, _ doc: JSONValue, stamp: Date? = nil, force: Bool = false,
                           rebuilt: Bool = false, _ out: inout BridgeOutput) -> Bool {
@@ -43,6 +51,7 @@ struct RetainedPublisher: Sendable {
         }
         let payload = JSONOutput.bytes(sent)
         retained[topic] = (content, rebuilt ? nil : payload)
+        paid(topic)
         out.publish(Publication(topic: topic, payload: payload, retain: true))
         return true
     }
@@ -52,43 +61,71 @@ struct RetainedPublisher: Sendable {
         let content = bytes.hashValue
         if retained[topic]?.content == content { return }
         retained[topic] = (content, bytes)
+        paid(topic)
         out.publish(Publication(topic: topic, payload: bytes, retain: true))
     }
 
     /// Records `text` as published on `topic` (the caller published it itself).
     mutating func record(_ topic: String, text: String) {
         retained[topic] = (Array(text.utf8).hashValue, Array(text.utf8))
+        paid(topic)
     }
 
     /// Forgets what was published on `topics` (nothing is sent): the next publish of each goes
     /// out whatever its content (instance mode: a device that comes back to this instance).
     mutating func unrecord(_ topics: [String]) {
-        for topic in topics { retained.removeValue(forKey: topic) }
+        for topic in topics {
+            retained.removeValue(forKey: topic)
+            paid(topic)
+        }
     }
 
     /// Clears a retained topic (empty retained payload).
     mutating func clear(_ topic: String, _ out: inout BridgeOutput) {
         retained.removeValue(forKey: topic)
+        paid(topic)
         out.publish(Publication(topic: topic, payload: [], retain: true))
     }
 
-    /// A broker (re)connect, before anything is published on it: the topics kept as a hash only
-    /// (discovery configs) are forgotten, so that the core's next `publishConfigs` /
-    /// `publishBridgeConfigs` (which `mqttConnected` calls for every device) publishes each again,
-    /// rebuilt, changed or not: a restarted broker without persistence has lost them.
+    /// `topic` went out (or away) after a connect: a part of the republish does not send it again.
+    @inline(__always)
+    private mutating func paid(_ topic: String) {
+        if !owed.isEmpty { owed.remove(topic) }
+    }
+
+    /// A broker (re)connect, before anything is published on it: every retained topic kept with
+    /// its payload is owed to the new connection (`republishOwed` sends them, in parts), and the
+    /// topics kept as a hash only (discovery configs) are forgotten, so that the core's next
+    /// `publishConfigs` / `publishBridgeConfigs` publishes each again, rebuilt, changed or not: a
+    /// restarted broker without persistence has lost them.
     mutating func brokerConnected() {
         retained = retained.filter { $0.value.payload != nil }
+        owedOrder = retained.keys.sorted()
+        owed = Set(owedOrder)
+        owedPosition = 0
     }
 
     /// Whether the payload last published on `topic` is kept (nil: nothing is retained there).
     func keepsPayload(_ topic: String) -> Bool? { retained[topic].map { $0.payload != nil } }
 
-    /// After a broker (re)connect: every retained topic not already in `out`, as last published
-    /// (the ones kept as a hash only were rebuilt and published by their owner).
-    func republishRest(_ out: inout BridgeOutput) {
-        let already = Set(out.publications.map(\.topic))
-        for topic in retained.keys.sorted() where !already.contains(topic) {
-            if let payload = retained[topic]?.payload { out.publish(Publication(topic: topic, payload: payload, retain: true)) }
+    /// Whether topics are still owed since the last connect.
+    var owesRepublish: Bool { !owed.isEmpty }
+
+    /// The next part of what is owed since the connect: up to `count` topics as last published
+    /// (a topic published or cleared since is skipped: it went out already).
+    mutating func republishOwed(_ count: Int, _ out: inout BridgeOutput) {
+        var sent = 0
+        while sent < count, owedPosition < owedOrder.count {
+            let topic = owedOrder[owedPosition]
+            owedPosition += 1
+            guard owed.remove(topic) != nil, let payload = retained[topic]?.payload else { continue }
+            out.publish(Publication(topic: topic, payload: payload, retain: true))
+            sent += 1
+        }
+        if owedPosition >= owedOrder.count || owed.isEmpty {
+            owed = []
+            owedOrder = []
+            owedPosition = 0
         }
     }
 
