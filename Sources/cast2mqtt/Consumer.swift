@@ -48,6 +48,10 @@ final class Consumer {
     var handoverEnded = false
     /// Resumes `drain` after the loop's next poll (LoopYield.swift).
     var yield: LoopYield?
+    /// The core left work for later (`BridgeOutput.moreWork`): `drain` gives it one `.resume`
+    /// a turn, after the turn's inputs.
+    var partOwed = false
+    var draining = false
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
          facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
@@ -71,23 +75,39 @@ final class Consumer {
     static let inputsPerTurn = 256
     static let turnBudget: Duration = .milliseconds(5)
 
-    /// Takes what waits (scheduled by the queue on this loop when an input finds it idle).
+    /// Takes what waits (scheduled by the queue on this loop when an input finds it idle), then
+    /// one part of the core's background work (a republish in parts) when some is owed: the
+    /// inputs come first, so a command, or the answer of a device it waits for, is never behind
+    /// more than one part; and every turn does one part, so the republish goes on under load.
     func drain() {
         loop.assertInEventLoop()
+        draining = true
+        defer { draining = false }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: Self.turnBudget)
-        for _ in 0..<Self.inputsPerTurn {
-            switch runtime.inputs.next() {
+        var more = false
+        turn: for _ in 0..<Self.inputsPerTurn {
+            switch runtime.inputs.next(stayAwake: partOwed) {
             case .input(let input): take(input)
-            case .idle: return
+            case .idle: break turn
             case .finished:
                 finished.succeed()
                 return
             }
-            if clock.now >= deadline { break }
+            if clock.now >= deadline {
+                more = true
+                break
+            }
         }
-        // More waits: the rest in the next turn, after the loop's I/O (an `execute` would run in
-        // this same tick, before any socket is read: LoopYield.swift).
+        if partOwed {
+            // The queue was told to keep the consumer awake: come back at least once more.
+            more = true
+            partOwed = false
+            apply(.resume)
+        }
+        guard more else { return }
+        // The rest in the next turn, after the loop's I/O (an `execute` would run in this same
+        // tick, before any socket is read: LoopYield.swift).
         if yield?.arm() != true { loop.assumeIsolated().execute { self.drain() } }
     }
 
@@ -172,8 +192,12 @@ final class Consumer {
             let bulk = output.republish && runtime.configuration.instance == nil
             for publication in output.publications { publish(publication, bulk: bulk && publication.retain) }
         }
-        // The rest of the work after the inputs waiting now (the core's republish in parts).
-        if output.moreWork { runtime.inputs.push(.bridge(.resume)) }
+        // The rest of the work in later turns, after their inputs (the core's republish in parts).
+        if output.moreWork {
+            partOwed = true
+            // Outside a turn (the handover's steps): a turn must come for it.
+            if !draining { loop.assumeIsolated().execute { self.drain() } }
+        }
         for id in output.forgotten { track(facts.drop(id)) }
         for id in output.release { track(facts.release(id)) }
         for id in output.connect { facts.connect(id) }

@@ -196,12 +196,14 @@ final class InputQueue: Sendable {
         case finished
     }
 
-    /// The next input for the consumer (single consumer, on its loop).
-    func next() -> Next {
+    /// The next input for the consumer (single consumer, on its loop). `stayAwake`: the consumer
+    /// has work of its own left (a republish in parts) and will come back by itself, so an empty
+    /// queue does not mark it idle (a push then does not schedule it a second time).
+    func next(stayAwake: Bool = false) -> Next {
         state.withLock { s in
             if let input = Self.pop(&s) { return .input(input) }
             if s.finished { return .finished }
-            s.scheduled = false
+            if !stayAwake { s.scheduled = false }
             return .idle
         }
     }

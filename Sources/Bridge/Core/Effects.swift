@@ -177,9 +177,9 @@ extension BridgeCore {
 
 /// The devices a republish has still to go through, in order.
 struct DeviceBacklog: Sendable {
-    /// Discovery configs per turn of the consumer: ~0.5 MB of JSON, a few milliseconds in a
-    /// release build (the consumer's loop serves devices too).
-    static let discoveryPart = 64
+    /// Discovery configs per turn of the consumer: ~130 KB of JSON, about 5 ms in a release
+    /// build (64 took ~20 ms at 10 000 devices, and a command waits for at most one part).
+    static let discoveryPart = 16
     /// Devices whose own topics are checked per turn (each unchanged one costs its documents'
     /// hashes, a changed one its JSON).
     static let statePart = 256
