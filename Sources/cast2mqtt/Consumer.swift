@@ -85,19 +85,20 @@ final class Consumer {
         defer { draining = false }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: Self.turnBudget)
-        var more = false
+        // Inputs may wait after this turn unless the queue said it is empty (and marked the
+        // consumer idle: a push schedules it again).
+        var more = true
         turn: for _ in 0..<Self.inputsPerTurn {
             switch runtime.inputs.next(stayAwake: partOwed) {
             case .input(let input): take(input)
-            case .idle: break turn
+            case .idle:
+                more = false
+                break turn
             case .finished:
                 finished.succeed()
                 return
             }
-            if clock.now >= deadline {
-                more = true
-                break
-            }
+            if clock.now >= deadline { break }
         }
         if partOwed {
             // The queue was told to keep the consumer awake: come back at least once more.
