@@ -7,6 +7,44 @@ import MQTT
 import NIOCore
 import StageTrace
 
+/// One turn of the consumer: the inputs that wait (at most `limit`, or until `budget` is spent),
+/// then one part of the core's background work when some is owed.
+enum ConsumerTurn {
+    enum End: Equatable {
+        /// The queue is empty and marked the consumer idle: a push schedules it again.
+        case idle
+        /// More waits (inputs, or a part): the consumer must schedule its next turn itself.
+        case more
+        /// The queue ended and everything in it was taken.
+        case finished
+    }
+
+    static func run(inputs: InputQueue, limit: Int, budget: Duration, partOwed: () -> Bool,
+                    take: (RuntimeInput) -> Void, part: () -> Void) -> End {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: budget)
+        // Inputs may wait after this turn unless the queue said it is empty.
+        var more = true
+        turn: for _ in 0..<limit {
+            // With a part owed the queue keeps the consumer scheduled: it comes back by itself.
+            switch inputs.next(stayAwake: partOwed()) {
+            case .input(let input): take(input)
+            case .idle:
+                more = false
+                break turn
+            case .finished: return .finished
+            }
+            if clock.now >= deadline { break }
+        }
+        if partOwed() {
+            part()
+            // Told to stay awake, the queue did not mark the consumer idle: come back at least once.
+            more = true
+        }
+        return more ? .more : .idle
+    }
+}
+
 /// The consumer: everything the core's event loop owns — the core, the device table with the
 /// Cast clients (`DeviceFactsRunner`),
 /// the state files' pacing, the systemd watchdog. It takes every input from the `InputQueue` in
@@ -83,33 +121,19 @@ final class Consumer {
         loop.assertInEventLoop()
         draining = true
         defer { draining = false }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: Self.turnBudget)
-        // Inputs may wait after this turn unless the queue said it is empty (and marked the
-        // consumer idle: a push schedules it again).
-        var more = true
-        turn: for _ in 0..<Self.inputsPerTurn {
-            switch runtime.inputs.next(stayAwake: partOwed) {
-            case .input(let input): take(input)
-            case .idle:
-                more = false
-                break turn
-            case .finished:
-                finished.succeed()
-                return
-            }
-            if clock.now >= deadline { break }
+        let end = ConsumerTurn.run(inputs: runtime.inputs, limit: Self.inputsPerTurn, budget: Self.turnBudget,
+                                   partOwed: { self.partOwed }, take: take) {
+            self.partOwed = false
+            self.apply(.resume)
         }
-        if partOwed {
-            // The queue was told to keep the consumer awake: come back at least once more.
-            more = true
-            partOwed = false
-            apply(.resume)
+        switch end {
+        case .idle: return
+        case .finished: finished.succeed()
+        case .more:
+            // The rest in the next turn, after the loop's I/O (an `execute` would run in this
+            // same tick, before any socket is read: LoopYield.swift).
+            if yield?.arm() != true { loop.assumeIsolated().execute { self.drain() } }
         }
-        guard more else { return }
-        // The rest in the next turn, after the loop's I/O (an `execute` would run in this same
-        // tick, before any socket is read: LoopYield.swift).
-        if yield?.arm() != true { loop.assumeIsolated().execute { self.drain() } }
     }
 
     /// Registers the pipe that lets `drain` resume after the loop's sockets (at start, on the loop).
