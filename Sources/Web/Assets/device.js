@@ -71,6 +71,10 @@ export class DevicePage {
 
   /** The device's Cast traffic at trace level in the bridge's log (`bridge/request/log_level`). */
   traceSwitch() {
+    // Clicks so far, and whether one is being answered: a reading of the levels asked before a
+    // click (the page reads them again at every reconnect) is not shown over it.
+    this.traceChanges = 0;
+    this.traceSetting = false;
     this.trace = el("input", { type: "checkbox", disabled: true, dataset: { role: "trace" }, onchange: () => this.setTrace() });
     return el("label", { class: "switch", title: "Logs every Cast message of this device, with its payload (secrets masked), at trace level" },
       this.trace, "Trace this device's Cast traffic");
@@ -78,14 +82,23 @@ export class DevicePage {
 
   /** Reads whether the bridge traces this device (once the page is connected). */
   async loadTrace() {
+    const asked = this.traceChanges;
     const response = await command(null, "log_level", {});
-    if (response.status === "ok") this.showTrace(response);
+    // A click since (or its answer on the way) is newer than this reading: it must not undo it.
+    if (response.status === "ok" && asked === this.traceChanges && !this.traceSetting) this.showTrace(response);
   }
 
   async setTrace() {
     const on = this.trace.checked;
+    this.traceChanges += 1;
+    this.traceSetting = true;
     this.trace.disabled = true;
-    const response = await command(null, "log_level", on ? { device: this.topic } : { device: this.topic, level: "default" });
+    let response;
+    try {
+      response = await command(null, "log_level", on ? { device: this.topic } : { device: this.topic, level: "default" });
+    } finally {
+      this.traceSetting = false;
+    }
     if (response.status === "ok") this.showTrace(response);
     else {
       this.trace.checked = !on;
