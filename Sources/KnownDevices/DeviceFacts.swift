@@ -59,6 +59,10 @@ public struct DeviceFacts<Client> {
     /// host), by that host: an index into `devices`, so that an answer does not walk the fleet
     /// (at 10 000 devices, one walk per answer was 10^8 entry copies at start-up).
     private var byFactsHost: [String: Set<DeviceID>] = [:]
+    /// The static groups looking for their leader (their entries' `searching` set): the daemon
+    /// asks every tick whether any is, which a walk of the table answered in 4-5 % of its idle
+    /// CPU at 10 000 devices.
+    private(set) var searchingIDs: Set<DeviceID> = []
     /// The stable id of a device given by its address → the id its `eureka_info` gave it.
     private(set) var aliases: [DeviceID: DeviceID] = [:]
     /// The newest answer of each host (bounded by the hosts the bridge knows).
@@ -125,7 +129,7 @@ public struct DeviceFacts<Client> {
     public mutating func snapshot(_ id: DeviceID, _ snapshot: DeviceSnapshot) -> [FactsAction] {
         guard let record = devices[id]?.record, record.source == .static else { return [] }
         if snapshot.isOnline {
-            devices[id]?.searching = nil
+            if devices[id]?.searching != nil { setSearching(id, nil) }
             guard snapshot.generation > devices[id]?.askedForGeneration ?? 0 else { return [] }
             devices[id]?.askedForGeneration = snapshot.generation
             return ask(current(record).host)
@@ -136,7 +140,7 @@ public struct DeviceFacts<Client> {
             guard let memberID = TXTRecordParser.normalizeID(member.deviceId), let host = devices[memberID]?.record?.host else { continue }
             if !hosts.contains(host) { hosts.append(host) }
         }
-        devices[id]?.searching = Set(hosts)
+        setSearching(id, Set(hosts))
         return [.log("\(record.friendlyName) (\(id)): a static group went offline; asking \(hosts.joined(separator: ", ")) where its leader is now")]
             + hosts.flatMap { fetch($0) }
     }
@@ -340,13 +344,19 @@ public struct DeviceFacts<Client> {
             // Another member leads: its own eureka_info has the group's port.
             if record.source == .static, leader != current(record).host || devices[id]?.searching != nil {
                 let hosts = (devices[id]?.searching ?? []).union([leader])
-                devices[id, default: KnownDevice()].searching = hosts
+                setSearching(id, hosts)
                 actions += fetch(leader)
             }
         case .unknown:
             break
         }
         setFacts(id, f)
+    }
+
+    /// Sets (nil: ends) a static group's search for its leader, keeping `searchingIDs` in step.
+    private mutating func setSearching(_ id: DeviceID, _ hosts: Set<String>?) {
+        devices[id, default: KnownDevice()].searching = hosts
+        if hosts == nil { searchingIDs.remove(id) } else { searchingIDs.insert(id) }
     }
 
     /// Sets a device's facts, keeping `byFactsHost` in step.

@@ -62,11 +62,13 @@ extension DeviceFacts {
 
     /// Static groups looking for their leader: the hosts asked so far.
     public var searching: [DeviceID: Set<String>] {
-        devices.compactMapValues(\.searching)
+        var out: [DeviceID: Set<String>] = [:]
+        for id in searchingIDs { out[id] = devices[id]?.searching }
+        return out
     }
 
     /// True while a static group looks for its leader.
-    public var isSearching: Bool { devices.values.contains { $0.searching != nil } }
+    public var isSearching: Bool { !searchingIDs.isEmpty }
 }
 
 /// What `DeviceFacts` asks the daemon to do.

@@ -156,6 +156,7 @@ import Testing
         offline.multizone = MultizoneState(members: [MultizoneDevice(deviceId: "22222222-2222-2222-2222-222222222222")])
         let search = facts.snapshot(Self.groupID, offline)
         #expect(search.contains(.fetch(host: "192.0.2.10")) && search.contains(.fetch(host: "192.0.2.11")))
+        #expect(facts.isSearching && facts.searching.keys.sorted() == [Self.groupID])
         // The old leader names the new one; the new one has the port.
         let moved = EurekaInfo.Group(name: "Downstairs", id: Self.groupID, leader: .member(host: "192.0.2.11", port: 10001))
         _ = facts.answered(host: "192.0.2.10", .success(Self.info(id: Self.kitchenID, name: "Kitchen", groups: [moved])))
@@ -166,6 +167,7 @@ import Testing
         // Online again: the search is over.
         _ = facts.snapshot(Self.groupID, DeviceSnapshot(generation: 2, link: .online))
         #expect(facts.searching.isEmpty)
+        #expect(!facts.isSearching)
     }
 
     @Test func aNewGroupOverMDNSWaitsForItsLeaderToSayWhetherItIsDynamic() throws {
