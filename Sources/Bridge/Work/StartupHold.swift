@@ -50,6 +50,9 @@ struct StartupHold: Sendable {
     let startedAt: Date
     private var held: [Held] = []
     private var heldBytes = 0
+    /// Held commands per device topic: a device that comes online with none held (nearly all of
+    /// them) costs no walk of the hold.
+    private var heldPerDevice: [String: Int] = [:]
     /// Set when the window closed; it never opens again.
     private(set) var closing: Closing?
     private var checkedAt: Date?
@@ -90,6 +93,7 @@ struct StartupHold: Sendable {
               heldBytes + command.payload.count <= Self.maxHeldBytes else { return false }
         held.append(command)
         heldBytes += command.payload.count
+        heldPerDevice[command.device, default: 0] += 1
         return true
     }
 
@@ -98,9 +102,15 @@ struct StartupHold: Sendable {
     mutating func release(device: String?, now: Date) -> [Held] {
         guard !held.isEmpty else { return [] }
         let windowClosed = !isOpen(now: now)
+        // Asked before every command while the window is open: nothing to walk then.
+        guard windowClosed || device.map({ heldPerDevice[$0] != nil }) == true else { return [] }
         let release = held.filter { windowClosed || $0.device == device }
         held.removeAll { windowClosed || $0.device == device }
-        heldBytes = held.reduce(0) { $0 + $1.payload.count }
+        for command in release {
+            heldBytes -= command.payload.count
+            heldPerDevice[command.device, default: 1] -= 1
+            if heldPerDevice[command.device] == 0 { heldPerDevice[command.device] = nil }
+        }
         return release
     }
 }
