@@ -88,7 +88,7 @@ public enum BridgeInput: Sendable {
     /// `online` arrived on `<discovery_prefix>/status` (also reachable through `.mqttMessage`).
     case homeAssistantOnline
     /// Go on with work an earlier output left for later (`BridgeOutput.moreWork`): the next part
-    /// of a republish of the discovery configs.
+    /// of a republish (the devices' topics, the owed retained topics, the discovery configs).
     case resume
     /// Instance mode (mqtt-api.md §10), SIGTERM: say `stopping` and hand the devices over
     /// (`BridgeOutput.handedOver` says when that is done).
@@ -278,7 +278,7 @@ public struct BridgeOutput: Sendable {
     /// Part of a republish of everything (after a connect, or Home Assistant's birth): the I/O
     /// side hands its retained publications over in bulk, behind what is published directly.
     public var republish = false
-    /// Work is left for later: feed `.resume` once the inputs waiting now have had their turn.
+    /// Work is left for later: feed `.resume`, one part a turn, after the inputs of that turn.
     public var moreWork = false
 
     public init(publications: [Publication] = [], operations: [CastOperation] = [], logs: [String] = []) {
