@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 import signal
 import time
 from typing import Any, Callable, Iterable
@@ -22,13 +23,16 @@ class HomeAssistant:
 
     def __init__(self, workdir: pathlib.Path, broker: Mosquitto, extra_config: str = "",
                  custom_components: Iterable[pathlib.Path] = (), media_files: dict[str, bytes] | None = None,
-                 mqtt_port: int | None = None):
+                 mqtt_port: int | None = None, hass: str | None = None):
         """`extra_config` is appended to configuration.yaml. `custom_components`: integration
         folders (`<domain>/manifest.json` ...) to load, symlinked into
         `<config>/custom_components/<folder name>` so the repository's code is what runs.
         `media_files`: files for the local media folder (`media-source://media_source/local/...`).
         `mqtt_port`: where Home Assistant's MQTT integration connects (a TCPProxy in front of the
-        broker, to cut Home Assistant's connection alone); the broker's port by default."""
+        broker, to cut Home Assistant's connection alone); the broker's port by default. `hass`:
+        the `hass` program to start (HASS by default; set `self.hass` before a restart to upgrade
+        the same configuration to another version)."""
+        self.hass = hass or HASS
         self.mqtt_port = mqtt_port or broker.port
         self.config_dir = workdir / "ha-config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
@@ -83,7 +87,7 @@ class HomeAssistant:
         self.starts += 1
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
-        self.process = Process("hass", [HASS, "-c", str(self.config_dir), "--skip-pip", "--log-no-color"],
+        self.process = Process("hass", [self.hass, "-c", str(self.config_dir), "--skip-pip", "--log-no-color"],
                                self.config_dir.parent / f"hass-{self.starts}.out", env=env)
         wait_for(self._up, timeout, 0.25, "Home Assistant to answer HTTP")
 
@@ -147,7 +151,10 @@ class HomeAssistant:
                 names = {field["name"] for field in flow.get("data_schema", [])}
                 data: dict[str, Any] = {}
                 if "broker" in names:
-                    data = {"broker": "127.0.0.1", "port": self.mqtt_port}
+                    # Every required field at its default (2026's broker step has a required
+                    # section, `other_settings`, with required fields of its own), then ours.
+                    data = form_defaults(flow.get("data_schema", []))
+                    data.update({"broker": "127.0.0.1", "port": self.mqtt_port})
                 flow = requests.post(f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}",
                                      headers=self.headers(), json=data, timeout=30).json()
                 continue
@@ -242,6 +249,47 @@ class HomeAssistant:
             return set()
         ids = {d["id"] for d in devices}
         return {e["entity_id"] for e in self.entity_registry() if e.get("device_id") in ids}
+
+
+def form_defaults(fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """The values a user who changes nothing sends for a serialized data flow form: each required
+    field's default (a section's own fields inside it); a required field without one takes
+    `false` for a boolean and the first option of a select."""
+    data: dict[str, Any] = {}
+    for field in fields:
+        name = field.get("name")
+        if field.get("type") == "expandable":
+            data[name] = form_defaults(field.get("schema", []))
+        elif "default" in field:
+            data[name] = field["default"]
+        elif field.get("required"):
+            selector = field.get("selector") or {}
+            if "boolean" in selector:
+                data[name] = False
+            elif "select" in selector:
+                options = (selector["select"] or {}).get("options") or []
+                if options:
+                    first = options[0]
+                    data[name] = first["value"] if isinstance(first, dict) else first
+    return data
+
+
+# A record's first line: time, level, (thread), [logger]. The time is `2025-04-01 18:30:00.123`,
+# and from 2026 on with the UTC offset, `2026-12-07 18:30:00.123+00:00`.
+LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+(?:[+-]\d\d:\d\d)? (\w+) \([^)]*\) \[([^\]]+)\] ")
+
+
+def log_records(log: str) -> list[tuple[str, str, str]]:
+    """home-assistant.log as (level, logger, text with continuation lines) records."""
+    records: list[tuple[str, str, str]] = []
+    for line in log.splitlines():
+        match = LOG_RECORD.match(line)
+        if match:
+            records.append((match.group(1), match.group(2), line))
+        elif records:
+            level, logger, text = records[-1]
+            records[-1] = (level, logger, text + "\n" + line)
+    return records
 
 
 def log_problems(log: str) -> list[str]:

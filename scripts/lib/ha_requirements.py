@@ -13,7 +13,10 @@ import homeassistant
 from homeassistant import bootstrap
 
 CONFIGURED = {"http", "api", "websocket_api", "mqtt", "logger", "onboarding", "auth", "config"}
-SKIP = {"hassio"}  # only under the Supervisor
+SKIP = {"hassio"}  # only under the Supervisor: never loaded, and nothing it depends on is needed
+# ... but its own requirements are: the MQTT config flow imports the Supervisor's client
+# (aiohasupervisor) to offer the Mosquitto app, with or without a Supervisor.
+REQUIREMENTS_ONLY = {"hassio"}
 
 components = pathlib.Path(homeassistant.__file__).parent / "components"
 wanted = set(CONFIGURED)
@@ -43,6 +46,11 @@ while todo:
     manifest = json.loads(manifest_path.read_text())
     requirements.update(manifest.get("requirements", []))
     todo.extend(manifest.get("dependencies", []))
+
+for domain in sorted(REQUIREMENTS_ONLY):
+    manifest_path = components / domain / "manifest.json"
+    if manifest_path.is_file():
+        requirements.update(json.loads(manifest_path.read_text()).get("requirements", []))
 
 print(f"# {len(seen)} integrations: {' '.join(sorted(seen))}", file=sys.stderr)
 for requirement in sorted(requirements):

@@ -5,9 +5,8 @@ last the check of Home Assistant's log over the folder's whole run.
 from __future__ import annotations
 
 import json
-import re
 
-from harness import HA_VENV, HomeAssistant, wait_for
+from harness import HA_VENV, HomeAssistant, log_records, wait_for
 from integration_env import KITCHEN_ID, TV, KITCHEN, Env, switch_on
 
 
@@ -121,19 +120,6 @@ def test_hostile_payloads_change_nothing_they_should_not(env: Env):
         assert ha.state(KITCHEN) is not None
     finally:
         restart_bridge(env)  # it publishes its retained topics again, over the bad ones
-
-
-def log_records(log: str) -> list[tuple[str, str, str]]:
-    """home-assistant.log as (level, logger, text with continuation lines) records."""
-    records: list[tuple[str, str, str]] = []
-    for line in log.splitlines():
-        match = re.match(r"^\d{4}-\d\d-\d\d [\d:.]+ (\w+) \([^)]*\) \[([^\]]+)\] ", line)
-        if match:
-            records.append((match.group(1), match.group(2), line))
-        elif records:
-            level, logger, text = records[-1]
-            records[-1] = (level, logger, text + "\n" + line)
-    return records
 
 
 def test_home_assistant_logs_nothing_about_the_integration(env: Env):

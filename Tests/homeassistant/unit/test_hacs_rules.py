@@ -33,15 +33,24 @@ def test_manifest_has_the_keys_hacs_and_hassfest_require() -> None:
     assert keys[:2] == ["domain", "name"] and keys[2:] == sorted(keys[2:])
 
 
-def test_hacs_json_names_the_oldest_tested_home_assistant() -> None:
+def test_hacs_json_names_the_oldest_supported_home_assistant() -> None:
     hacs = json.loads((ROOT / "hacs.json").read_text())
     assert hacs["name"] == "cast2mqtt"
     assert set(hacs) <= {"name", "homeassistant", "render_readme", "content_in_root", "zip_release",
                          "filename", "hide_default_branch", "country", "persistent_directory", "hacs"}
-    # scripts/lib/ha.sh tests the oldest version it installs; hacs.json must not promise older.
-    versions = re.search(r'^HA_VERSIONS="([^"]+)"', (ROOT / "scripts/lib/ha.sh").read_text(), re.M).group(1).split()
-    oldest = min(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
-    assert hacs["homeassistant"] == oldest
+    # scripts/lib/ha.sh tests the oldest supported version and the newest; hacs.json promises
+    # exactly the oldest (the policy in docs/home-assistant.md).
+    ha_sh = (ROOT / "scripts/lib/ha.sh").read_text()
+
+    def pinned(name: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.search(rf'^{name}=([0-9.]+)$', ha_sh, re.M).group(1).split("."))
+
+    oldest, unit, newest = pinned("HA_OLDEST_VERSION"), pinned("HA_UNIT_VERSION"), pinned("HA_E2E_VERSION")
+    assert oldest < unit <= newest
+    assert tuple(int(p) for p in hacs["homeassistant"].split(".")) == oldest
+    policy = (ROOT / "docs/home-assistant.md").read_text()
+    for version in (oldest, unit, newest):
+        assert ".".join(map(str, version)) in policy, f"docs/home-assistant.md does not name {version}"
 
 
 def png_size(path: pathlib.Path) -> tuple[int, int]:
