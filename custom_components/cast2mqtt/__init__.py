@@ -23,6 +23,7 @@ from .const import (
     legacy_unique_id,
     unique_id,
 )
+from .device_link import ONE_OWNER, async_relink_all
 from .duplicates import async_restore_all, async_setup as async_setup_duplicates
 from .services import async_setup_services
 
@@ -56,6 +57,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) ->
         ) from err
     entry.runtime_data = bridge
     entry.async_on_unload(bridge.async_stop)
+    if ONE_OWNER:
+        # Upgrading from two devices per Cast device: the players move to the MQTT devices.
+        async_relink_all(hass, entry, bridge.base)
     async_setup_duplicates(hass, entry, bridge)  # hides the MQTT controls the media player repeats
     # Retained messages arrive through the event loop; the platform adds a player for every
     # device known when it starts and for each one listed later.
@@ -64,8 +68,14 @@ async def async_setup_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) ->
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -> bool:
-    """Unload the media players; the bridge unsubscribes through async_on_unload."""
-    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    """Unload the media players; the bridge unsubscribes through async_on_unload. An entry the
+    user disabled gives back the MQTT controls it hid (its media players are disabled with it);
+    enabling it again hides them again."""
+    unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    if entry.disabled_by is not None:
+        restored = async_restore_all(hass, entry.entry_id)
+        _LOGGER.debug("entry %s disabled: %s MQTT controls enabled again", entry.title, restored)
+    return unloaded
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: ConfigEntry) -> None:

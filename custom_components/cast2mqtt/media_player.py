@@ -12,14 +12,17 @@ from homeassistant.components.media_player import MediaPlayerDeviceClass
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
-from homeassistant.helpers.entity_platform import AddEntitiesCallback
 
 from .bridge import Bridge
 from .const import DOMAIN, device_identifier, players, unique_id
+from .device_link import ONE_OWNER, async_relink, async_track_mqtt_devices, mqtt_device, own_device
 from .player_commands import PlayerCommands
 from .player_state import CAST_MEDIA_TYPE
 
 if TYPE_CHECKING:
+    # Home Assistant 2025.2 and later; only a type, so older releases never import it.
+    from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
     from . import Cast2MqttConfigEntry
 
 __all__ = ["CAST_MEDIA_TYPE", "PARALLEL_UPDATES", "Cast2MqttMediaPlayer", "async_setup_entry"]
@@ -38,7 +41,7 @@ _DEVICE_CLASSES = {
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: Cast2MqttConfigEntry,
-    async_add_entities: AddEntitiesCallback,
+    async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add a media player for every device the bridge lists, now and later. The integration's
     actions are registered in `async_setup` (services.py)."""
@@ -50,7 +53,10 @@ async def async_setup_entry(
         new = []
         for device_id in added:
             if device_id not in known and device_id in bridge.devices:
-                known[device_id] = Cast2MqttMediaPlayer(bridge, device_id)
+                device = None
+                if ONE_OWNER and async_relink(hass, entry, bridge.base, device_id):
+                    device = mqtt_device(hass, device_id)
+                known[device_id] = Cast2MqttMediaPlayer(bridge, device_id, device)
                 new.append(known[device_id])
         if new:
             async_add_entities(new)
@@ -61,6 +67,10 @@ async def async_setup_entry(
             )
 
     entry.async_on_unload(bridge.async_listen_devices(devices_changed))
+    if ONE_OWNER:
+        # A player that had to start on a device of its own moves to the MQTT device once the
+        # MQTT integration makes it (device_link.py).
+        entry.async_on_unload(async_track_mqtt_devices(hass, entry, bridge.base, lambda device_id: device_id in known))
     if bridge.devices:
         devices_changed(list(bridge.devices), [])
 
@@ -78,6 +88,11 @@ async def _async_remove_device(
     if entity_id := entities.async_get_entity_id("media_player", DOMAIN, unique_id(entry.runtime_data.base, device_id)):
         entities.async_remove(entity_id)
     devices = dr.async_get(hass)
+    if ONE_OWNER:
+        # The MQTT device is the MQTT integration's; only a device of this entry's own goes here.
+        if own := own_device(hass, entry.entry_id, device_id):
+            devices.async_remove_device(own.id)
+        return
     if device := devices.async_get_device(identifiers={device_identifier(device_id)}):
         if er.async_entries_for_device(entities, device.id, include_disabled_entities=True):
             # The MQTT entities are still there; the MQTT integration removes the device with them.
@@ -95,13 +110,19 @@ class Cast2MqttMediaPlayer(PlayerCommands):
     _attr_name = None
     _attr_should_poll = False
 
-    def __init__(self, bridge: Bridge, device_id: str) -> None:
+    def __init__(self, bridge: Bridge, device_id: str, device: dr.DeviceEntry | None = None) -> None:
+        """`device`: the MQTT device of the Cast device to join (on a registry of one owner per
+        device, device_link.py); without one the player describes its device itself."""
         self._bridge = bridge
         self._device_id = device_id
         record = bridge.devices[device_id]
         self._attr_unique_id = unique_id(bridge.base, device_id)
-        # The same Home Assistant device as the bridge's MQTT discovery (same identifier); what
-        # the bridge does not know is left out, since a None would clear what discovery gave.
+        if device is not None:
+            self.device_entry = device
+            return
+        # The same Home Assistant device as the bridge's MQTT discovery (same identifier) before
+        # 2026.8; after it, a device of this entry until the MQTT one exists. What the bridge does
+        # not know is left out, since a None would clear what discovery gave.
         self._attr_device_info = DeviceInfo(identifiers={device_identifier(device_id)}, name=record.name)
         if record.model:
             self._attr_device_info["model"] = record.model
