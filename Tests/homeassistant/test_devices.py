@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import requests
 
-from harness import KITCHEN, LIVING_ROOM, ROOT, Bridge, HomeAssistant, log_problems, wait_for
+from harness import KITCHEN, LIVING_ROOM, ROOT, Bridge, HomeAssistant, log_problems, log_records, wait_for
 from test_discovery import DEVICE_OBJECTS
 
 BASE = "home/cast"
@@ -288,3 +288,64 @@ def test_entities_discovered_while_the_player_is_there_are_disabled_as_they_come
     wait_states(ha, KT, KEPT)
     wait_page(ha, LR_ID, LR, KEPT)
     assert_clean_log(ha)
+
+
+def test_the_reconfigure_flow_reloads_the_entry_and_keeps_everything(bridge, ha, mqtt):
+    """Reconfigure (the same base topic here: the flow's reload is what Home Assistant 2026.12
+    refuses for an entry with an update listener): the entry reloads, the players come back on
+    the same device with the same entity ids, and the duplicates stay hidden."""
+    entry_id = entry_of(ha)["entry_id"]
+    started = requests.post(f"{ha.base}/api/config/config_entries/flow", headers=ha.headers(), timeout=30,
+                            json={"handler": "cast2mqtt", "entry_id": entry_id, "show_advanced_options": False}).json()
+    assert started.get("type") == "form" and started.get("step_id") == "reconfigure", started
+    done = requests.post(f"{ha.base}/api/config/config_entries/flow/{started['flow_id']}", headers=ha.headers(),
+                         json={"base_topic": BASE}, timeout=30).json()
+    assert done.get("type") == "abort" and done.get("reason") == "reconfigure_successful", done
+    wait_for(lambda: entry_of(ha)["state"] == "loaded", 60, 0.5, "the entry to be loaded again")
+    for device_id, topic in ((LR_ID, LR), (KT_ID, KT)):
+        ha.wait_state(player(topic), "off", timeout=60)
+        wait_page(ha, device_id, topic, KEPT)
+    assert_clean_log(ha)
+
+
+def test_disabling_the_entry_gives_the_controls_back(bridge, ha, mqtt):
+    """The entry disabled (not removed): its media players are disabled with it, and every MQTT
+    control it hid is enabled and has a state again; enabled again, the duplicates go again."""
+    entry_id = entry_of(ha)["entry_id"]
+    ha.ws({"type": "config_entries/disable", "entry_id": entry_id, "disabled_by": "user"})
+
+    def page_without_the_entry(device_id: str, topic: str) -> bool:
+        page = {e: r["disabled_by"] for e, r in device_page(ha, device_id).items()}
+        expected = {**expected_page(topic, DUPLICATES | KEPT), player(topic): "config_entry"}
+        return page == expected
+    for device_id, topic in ((LR_ID, LR), (KT_ID, KT)):
+        wait_for(lambda: page_without_the_entry(device_id, topic), 90, 0.5, f"{topic}'s controls back")
+    for topic in (LR, KT):
+        ha.wait_state(mqtt_entity(topic, "state"), "off", timeout=90)
+        ha.wait_state(mqtt_entity(topic, "volume"), lambda s: float(s["state"]) == 50, timeout=90)
+        assert ha.state(player(topic)) is None
+    ha.ws({"type": "config_entries/disable", "entry_id": entry_id, "disabled_by": None})
+    for device_id, topic in ((LR_ID, LR), (KT_ID, KT)):
+        ha.wait_state(player(topic), "off", timeout=90)
+        wait_page(ha, device_id, topic, KEPT)
+        wait_states(ha, topic, KEPT)
+    assert_clean_log(ha)
+
+
+def test_home_assistant_logs_no_warning_about_the_integration_or_the_bridge(bridge, ha):
+    """No warning or error in home-assistant.log that names the integration or the bridge's
+    discovery configs, over this whole module (Home Assistant restarted once: the log of the
+    first run is home-assistant.log.1). Not counted: Home Assistant's note that it has not tested
+    a custom integration, and the MQTT integration's cleanup note for a forgotten device
+    (FORGOTTEN_DEVICE_CLEANUP)."""
+    previous = ha.config_dir / "home-assistant.log.1"
+    log = (previous.read_text(errors="replace") if previous.exists() else "") + ha.log()
+    venv = os.environ.get("HA_VENV", "")
+    problems = [
+        text for level, _logger, text in log_records(log)
+        if level in ("WARNING", "ERROR", "CRITICAL")
+        and "cast2mqtt" in (text.replace(venv, "") if venv else text)
+        and "which has not been tested by Home Assistant" not in text
+        and FORGOTTEN_DEVICE_CLEANUP not in text
+    ]
+    assert problems == [], "\n".join(problems)

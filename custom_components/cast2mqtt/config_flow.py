@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import voluptuous as vol
-
 from homeassistant.config_entries import ConfigEntry, ConfigFlow, ConfigFlowResult, OptionsFlow
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
@@ -16,6 +14,7 @@ from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 from .const import CONF_BASE_TOPIC, DEFAULT_BASE_TOPIC, DOMAIN, ENTRY_MINOR_VERSION, ENTRY_VERSION, unique_id
 from .options_flow import Cast2MqttOptionsFlow
 from .payloads import json_payload, parse_devices
+from .schema import vol
 
 # A base topic: levels of printable characters without wildcards, not starting with `$`.
 _BASE_TOPIC_RE = re.compile(r"^[^\s+#/$][^\s+#]*$")
@@ -43,7 +42,7 @@ def base_of_devices_topic(topic: str) -> str | None:
     return base if valid_base_topic(base) else None
 
 
-def is_devices_list(payload: str | bytes) -> bool:
+def is_devices_list(payload: str | bytes | bytearray) -> bool:
     """Whether a payload is a cast2mqtt bridge's device list: a non-empty JSON array of objects,
     each with a valid id and topic name (ids unique) and a Cast type. Other software publishes
     `<x>/bridge/devices` too (Zigbee2MQTT: an array of Zigbee devices); an empty array says
@@ -111,7 +110,6 @@ class Cast2MqttConfigFlow(ConfigFlow, domain=DOMAIN):
         base = self._discovered_base or DEFAULT_BASE_TOPIC
         if user_input is not None:
             return self.async_create_entry(title=base, data={CONF_BASE_TOPIC: base})
-        self._set_confirm_only()
         return self.async_show_form(step_id="confirm", description_placeholders={"base_topic": base})
 
     async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:

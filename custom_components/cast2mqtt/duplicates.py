@@ -28,6 +28,7 @@ from typing import Final
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
+from homeassistant.util.hass_dict import HassKey
 
 from .bridge import Bridge
 from .const import DOMAIN, unique_id
@@ -37,8 +38,13 @@ _LOGGER = logging.getLogger(__name__)
 OPTION_HIDE_DUPLICATES: Final = "hide_duplicates"
 DEFAULT_HIDE_DUPLICATES: Final = True
 
+# The duplicate handling of each loaded entry, by entry id (for the options flow).
+DATA_CONTROLS: HassKey[dict[str, DuplicateControls]] = HassKey(f"{DOMAIN}_duplicate_controls")
+
 # The registry options key under DOMAIN that marks an entity this integration disabled.
 MARK: Final = "duplicate_of_media_player"
+# ... and, beside it, that the user enabled the entity again after that.
+ENABLED_BY_USER: Final = "enabled_by_user"
 
 # The bridge's per-device discovery entities (object -> platform) that the media player repeats:
 # its state, media title/artist/album, duration, position and artwork (entity picture), the app
@@ -76,6 +82,12 @@ def hide_duplicates(entry: ConfigEntry) -> bool:
     """The entry's option (on unless the user turned it off)."""
     value = entry.options.get(OPTION_HIDE_DUPLICATES, DEFAULT_HIDE_DUPLICATES)
     return value if isinstance(value, bool) else DEFAULT_HIDE_DUPLICATES
+
+
+def _enabled_by_user(registry_entry: er.RegistryEntry) -> bool:
+    """Whether the user enabled the entity after this integration disabled it."""
+    options = registry_entry.options.get(DOMAIN)
+    return options is not None and options.get(ENABLED_BY_USER) is True
 
 
 def _mark_of(registry_entry: er.RegistryEntry) -> str | None:
@@ -131,15 +143,25 @@ class DuplicateControls:
                     self._apply_one(entity_id, wanted)
 
     @callback
-    def _apply_one(self, entity_id: str, wanted: bool) -> None:
+    def _apply_one(self, entity_id: str, wanted: bool, registered: bool = False) -> None:
+        """`registered`: the entity was just registered (new, or given back by Home Assistant
+        with the options it had when it was removed)."""
         registry_entry = self.registry.async_get(entity_id)
         if registry_entry is None:
             return
         mark = _mark_of(registry_entry)
         if wanted:
             # Disabled once only: a marked entity the user enabled again stays enabled, and one
-            # the user (or anything else) disabled is not ours to mark.
-            if mark is not None or registry_entry.disabled_by is not None:
+            # the user (or anything else) disabled is not ours to mark. Home Assistant 2025 and
+            # later give a removed entity its options back when it is registered again (a device
+            # the bridge forgot and found again): enabled, with the mark, but never enabled by
+            # the user, it is a duplicate to hide again.
+            if mark is not None:
+                given_back = (registered and mark == self.entry.entry_id and registry_entry.disabled_by is None
+                              and not _enabled_by_user(registry_entry))
+                if not given_back:
+                    return
+            elif registry_entry.disabled_by is not None:
                 return
             self.registry.async_update_entity(entity_id, disabled_by=er.RegistryEntryDisabler.INTEGRATION)
             self.registry.async_update_entity_options(entity_id, DOMAIN, {MARK: self.entry.entry_id})
@@ -158,6 +180,10 @@ class DuplicateControls:
             registry_entry = self.registry.async_get(entity_id) if entity_id else None
             if (registry_entry is not None and _mark_of(registry_entry) == self.entry.entry_id
                     and registry_entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION):
+                # Without the mark: Home Assistant keeps a removed entity's options and gives them
+                # back when the entity is registered again (2025 and later), and a device the
+                # bridge finds again is a new device here, whose duplicates are hidden anew.
+                self.registry.async_update_entity_options(registry_entry.entity_id, DOMAIN, None)
                 self.registry.async_remove(registry_entry.entity_id)
                 _LOGGER.info("%s removed: the bridge forgot its device", registry_entry.entity_id)
 
@@ -196,12 +222,21 @@ class DuplicateControls:
                 if registry_entry.unique_id == unique_id(self.base, device_id):
                     self.async_apply([device_id])
             return
-        if registry_entry.platform != "mqtt" or action != "create":
+        if registry_entry.platform != "mqtt":
+            return
+        if action == "update":
+            # The user enabled an entity this entry disabled: remembered beside the mark.
+            if (_mark_of(registry_entry) == self.entry.entry_id and registry_entry.disabled_by is None
+                    and not _enabled_by_user(registry_entry)):
+                self.registry.async_update_entity_options(
+                    entity_id, DOMAIN, {MARK: self.entry.entry_id, ENABLED_BY_USER: True})
+            return
+        if action != "create":
             return
         for device_id in device_ids:
             for obj, platform in DUPLICATE_OBJECTS.items():
                 if registry_entry.domain == platform and registry_entry.unique_id == mqtt_unique_id(device_id, obj):
-                    self._apply_one(entity_id, self._wanted(device_id))
+                    self._apply_one(entity_id, self._wanted(device_id), registered=True)
                     return
 
 
@@ -229,7 +264,7 @@ def async_restore_all(hass: HomeAssistant, entry_id: str) -> int:
 @callback
 def async_setup(hass: HomeAssistant, entry: ConfigEntry, bridge: Bridge) -> None:
     """Starts duplicate handling for a loaded entry: now, when the bridge lists devices, and
-    when the entry's options change; all of it ends when the entry unloads."""
+    when the options flow changes the option; all of it ends when the entry unloads."""
     controls = DuplicateControls(hass, entry, bridge)
     entry.async_on_unload(controls.async_start())
 
@@ -241,8 +276,23 @@ def async_setup(hass: HomeAssistant, entry: ConfigEntry, bridge: Bridge) -> None
             controls.async_forget(device_id)
 
     entry.async_on_unload(bridge.async_listen_devices(devices_changed))
+    # The options flow applies a changed option through async_apply_option (no update listener:
+    # Home Assistant 2026.12 refuses the reconfigure flow's reload of an entry that has one).
+    loaded = hass.data.setdefault(DATA_CONTROLS, {})
+    loaded[entry.entry_id] = controls
 
-    async def options_changed(_hass: HomeAssistant, _entry: ConfigEntry) -> None:
+    @callback
+    def forget() -> None:
+        if loaded.get(entry.entry_id) is controls:
+            del loaded[entry.entry_id]
+
+    entry.async_on_unload(forget)
+
+
+@callback
+def async_apply_option(hass: HomeAssistant, entry_id: str) -> None:
+    """The entry's option changed: a loaded entry brings its devices in line at once (an
+    unloaded one does when it loads)."""
+    controls = hass.data.get(DATA_CONTROLS, {}).get(entry_id)
+    if controls is not None:
         controls.async_apply()
-
-    entry.async_on_unload(entry.add_update_listener(options_changed))

@@ -8,6 +8,7 @@ Assistant with the bridge's own discovery."""
 from __future__ import annotations
 
 import pytest
+from homeassistant.config_entries import ConfigEntryDisabler
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -55,6 +56,17 @@ def assert_all_enabled(hass: HomeAssistant, entities: dict[str, str]) -> None:
     for obj, entity_id in entities.items():
         assert disabled(hass, entity_id) is None, obj
         assert DOMAIN not in er.async_get(hass).async_get(entity_id).options, obj
+
+
+async def set_option(hass: HomeAssistant, entry: MockConfigEntry, hide: bool) -> None:
+    """The option changed through the options flow, as the user changes it (it applies at once:
+    the integration has no update listener)."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(result["flow_id"], {"hide_duplicates": hide})
+    assert result["type"] == "create_entry", result
+    assert entry.options["hide_duplicates"] is hide
+    await hass.async_block_till_done()
+    assert not entry.update_listeners
 
 
 async def loaded_entry(hass: HomeAssistant, entry: MockConfigEntry | None = None) -> MockConfigEntry:
@@ -130,14 +142,51 @@ async def test_a_user_enabled_entity_stays_enabled(hass: HomeAssistant, mqtt_moc
     assert disabled(hass, tv["mute"]) is INTEGRATION
 
 
+async def test_entities_given_back_after_removal_are_hidden_again_unless_the_user_enabled_them(
+        hass: HomeAssistant, mqtt_mock) -> None:
+    """Home Assistant (2025 and later) keeps a removed entity's options and gives them back when it
+    is registered again, as when the MQTT integration removes a forgotten device's entities and the
+    bridge finds the device again. Simulated here by putting the options back by hand on the
+    releases that do not: a duplicate that comes back enabled with the entry's mark is hidden
+    again; one the user had enabled stays enabled."""
+    await loaded_entry(hass)
+    tv = register(hass, TV_ID)
+    await hass.async_block_till_done()
+    registry = er.async_get(hass)
+    registry.async_update_entity(tv["volume"], disabled_by=None)  # the user wants this one
+    await hass.async_block_till_done()
+    kept = {obj: dict(registry.async_get(tv[obj]).options.get(DOMAIN) or {}) for obj in ("state", "volume")}
+    assert kept["volume"].get("enabled_by_user") is True and "enabled_by_user" not in kept["state"]
+    for obj in ("state", "volume"):
+        registry.async_remove(tv[obj])
+    await hass.async_block_till_done()
+    again = register(hass, TV_ID, {"state": "sensor", "volume": "number"})
+    for obj, entity_id in again.items():
+        if DOMAIN not in registry.async_get(entity_id).options:  # a release that does not give them back
+            registry.async_update_entity(entity_id, disabled_by=None)
+            registry.async_update_entity_options(entity_id, DOMAIN, kept[obj])
+    await hass.async_block_till_done()
+    registry_entries = {obj: registry.async_get(entity_id) for obj, entity_id in again.items()}
+    assert registry_entries["volume"].disabled_by is None
+    if registry_entries["state"].disabled_by is None:
+        # Options put back by hand after the registration: the registration was already handled,
+        # so what the integration does on registration is checked directly.
+        from custom_components.cast2mqtt.duplicates import DATA_CONTROLS
+
+        controls = next(iter(hass.data[DATA_CONTROLS].values()))
+        controls._apply_one(again["state"], True, registered=True)
+        controls._apply_one(again["volume"], True, registered=True)
+    assert disabled(hass, again["state"]) is INTEGRATION
+    assert disabled(hass, again["volume"]) is None
+
+
 async def test_a_user_disabled_entity_is_not_ours(hass: HomeAssistant, mqtt_mock) -> None:
     registry = er.async_get(hass)
     tv = register(hass, TV_ID)
     registry.async_update_entity(tv["mute"], disabled_by=er.RegistryEntryDisabler.USER)
     entry = await loaded_entry(hass)
     assert DOMAIN not in registry.async_get(tv["mute"]).options
-    hass.config_entries.async_update_entry(entry, options={"hide_duplicates": False})
-    await hass.async_block_till_done()
+    await set_option(hass, entry, False)
     # Turning hiding off enables only what the integration disabled.
     assert disabled(hass, tv["mute"]) is er.RegistryEntryDisabler.USER
     assert disabled(hass, tv["volume"]) is None
@@ -148,15 +197,13 @@ async def test_turning_the_option_off_and_on(hass: HomeAssistant, mqtt_mock) -> 
     tv = register(hass, TV_ID)
     await hass.async_block_till_done()
     assert_hidden(hass, tv)
-    hass.config_entries.async_update_entry(entry, options={"hide_duplicates": False})
-    await hass.async_block_till_done()
+    await set_option(hass, entry, False)
     assert_all_enabled(hass, tv)
     # Entities registered while the option is off stay enabled.
     later = register(hass, SPEAKER_ID)
     await hass.async_block_till_done()
     assert_all_enabled(hass, later)
-    hass.config_entries.async_update_entry(entry, options={"hide_duplicates": True})
-    await hass.async_block_till_done()
+    await set_option(hass, entry, True)
     assert_hidden(hass, tv)
     assert_hidden(hass, later)
 
@@ -197,6 +244,23 @@ async def test_removing_the_entry_brings_everything_back(hass: HomeAssistant, mq
     assert await hass.config_entries.async_remove(entry.entry_id)
     await hass.async_block_till_done()
     assert_all_enabled(hass, tv)
+
+
+async def test_disabling_the_entry_brings_everything_back_and_enabling_hides_again(hass: HomeAssistant, mqtt_mock) -> None:
+    """A disabled entry has no media players: the controls it hid come back (not only when the
+    entry is removed), and they are hidden again when the entry is enabled."""
+    entry = await loaded_entry(hass)
+    tv = register(hass, TV_ID)
+    await hass.async_block_till_done()
+    assert_hidden(hass, tv)
+    assert await hass.config_entries.async_set_disabled_by(entry.entry_id, ConfigEntryDisabler.USER)
+    await hass.async_block_till_done()
+    assert_all_enabled(hass, tv)
+    assert await hass.config_entries.async_set_disabled_by(entry.entry_id, None)
+    await hass.async_block_till_done()
+    publish_bridge(hass)
+    await hass.async_block_till_done()
+    assert_hidden(hass, tv)
 
 
 async def test_unloaded_entries_stop_watching(hass: HomeAssistant, mqtt_mock) -> None:
