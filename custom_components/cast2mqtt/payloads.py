@@ -76,8 +76,9 @@ class DeviceTopics:
     identity: DeviceIdentity = field(default_factory=DeviceIdentity)
 
 
-def text_payload(payload: str | bytes) -> str | None:
-    """The payload as text, or None when it is too large or not UTF-8."""
+def text_payload(payload: str | bytes | bytearray) -> str | None:
+    """The payload as text, or None when it is too large or not UTF-8 (Home Assistant hands over
+    bytes, and from 2026 on may hand over a bytearray)."""
     if isinstance(payload, str):
         return payload if len(payload) <= MAX_PAYLOAD else None
     if len(payload) > MAX_PAYLOAD:
@@ -88,7 +89,7 @@ def text_payload(payload: str | bytes) -> str | None:
         return None
 
 
-def json_payload(payload: str | bytes) -> Any:
+def json_payload(payload: str | bytes | bytearray) -> Any:
     """Parsed JSON, or None for anything that is not valid JSON text."""
     text = text_payload(payload)
     if text is None or not text.strip():
@@ -99,7 +100,7 @@ def json_payload(payload: str | bytes) -> Any:
         return None
 
 
-def document_payload(payload: str | bytes) -> dict[str, Any] | None:
+def document_payload(payload: str | bytes | bytearray) -> dict[str, Any] | None:
     """A retained JSON object: {} when the topic was cleared (empty payload), None when the
     payload is not a JSON object (ignored)."""
     text = text_payload(payload)

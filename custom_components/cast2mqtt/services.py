@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-import voluptuous as vol
-
 from homeassistant.components.media_player.const import DOMAIN as MEDIA_PLAYER_DOMAIN
 from homeassistant.const import ATTR_ENTITY_ID, ENTITY_MATCH_ALL
 from homeassistant.core import HassJob, HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse, callback
@@ -40,6 +38,7 @@ from .const import (
     players,
 )
 from .errors import service_error
+from .schema import vol
 
 if TYPE_CHECKING:
     from .media_player import Cast2MqttMediaPlayer
@@ -71,7 +70,10 @@ def _targets(hass: HomeAssistant, call: ServiceCall) -> list[Cast2MqttMediaPlaye
     if call.data.get(ATTR_ENTITY_ID) == ENTITY_MATCH_ALL:
         wanted = set(loaded)
     else:
-        selected = service.async_extract_referenced_entity_ids(hass, call)
+        # Only releases without the platform entity services come here (see the module's
+        # docstring); newer releases no longer have this helper in `service`.
+        extract = getattr(service, "async_extract_referenced_entity_ids")  # noqa: B009
+        selected = extract(hass, call)
         wanted = selected.referenced | selected.indirectly_referenced
     found = [loaded[entity_id] for entity_id in sorted(wanted) if entity_id in loaded]
     if not found:
