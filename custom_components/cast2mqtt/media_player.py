@@ -89,9 +89,14 @@ async def _async_remove_device(
         entities.async_remove(entity_id)
     devices = dr.async_get(hass)
     if ONE_OWNER:
-        # The MQTT device is the MQTT integration's; only a device of this entry's own goes here.
+        # A device of this entry's own goes. The MQTT device is the MQTT integration's, which
+        # removes it with its entities when the bridge clears its config, but keeps it when this
+        # media player was still on it then: with nothing left on it, it goes here.
         if own := own_device(hass, entry.entry_id, device_id):
             devices.async_remove_device(own.id)
+        if (linked := mqtt_device(hass, device_id)) and not er.async_entries_for_device(
+                entities, linked.id, include_disabled_entities=True):
+            devices.async_remove_device(linked.id)
         return
     if device := devices.async_get_device(identifiers={device_identifier(device_id)}):
         if er.async_entries_for_device(entities, device.id, include_disabled_entities=True):

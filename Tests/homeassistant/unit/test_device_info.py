@@ -150,18 +150,19 @@ async def test_two_devices_from_an_earlier_release_become_one(hass: HomeAssistan
 
 
 @one_owner
-async def test_a_forgotten_device_loses_the_player_and_keeps_the_mqtt_device(hass: HomeAssistant, mqtt_mock) -> None:
-    mqtt_device = discovered(hass, mqtt_entry_id(hass), TV_ID, name="Living Room TV")
+async def test_a_forgotten_device_loses_the_player_and_its_own_device(hass: HomeAssistant, mqtt_mock) -> None:
+    """The bridge forgets a device (`device_removed`): its player goes, and so does the player's
+    own device of a Cast device without an MQTT device. (That an MQTT device the MQTT integration
+    kept because the player was on it goes too is seen end to end: test_5_devices_and_restarts.)"""
+    discovered(hass, mqtt_entry_id(hass), TV_ID, name="Living Room TV")
     entry = make_entry()
     await start(hass, entry)
+    own = device_of(hass, SPEAKER)
+    assert own is not None and own.config_entry_id == entry.entry_id
     async_fire_mqtt_message(hass, "cast2mqtt/bridge/event", json.dumps({"type": "device_removed", "id": TV_ID}))
     await hass.async_block_till_done()
     assert hass.states.get(TV) is None and er.async_get(hass).async_get(TV) is None
-    # The MQTT integration removes its device when the bridge clears its config, not this one.
-    assert dr.async_get(hass).async_get(mqtt_device.id) is not None
-    # The speaker had no MQTT device: its own device goes with it.
-    own = device_of(hass, SPEAKER)
-    assert own is not None
     async_fire_mqtt_message(hass, "cast2mqtt/bridge/event", json.dumps({"type": "device_removed", "id": SPEAKER_ID}))
     await hass.async_block_till_done()
+    assert hass.states.get(SPEAKER) is None
     assert dr.async_get(hass).async_get(own.id) is None
