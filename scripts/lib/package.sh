@@ -93,16 +93,19 @@ package_binary() {
     "$ROOT/Tests/packaging/check_needed.sh" "$DIST/cast2mqtt"
 }
 
-# The .deb: debhelper over deploy/debian/ and the release binary, in dist/deb-build/.
+# The .deb: debhelper over deploy/debian/ and the release binary, in dist/deb-build/. Its
+# architecture is the build host's (`dpkg --print-architecture`, the binary's own): control says
+# `Architecture: any`.
 package_deb() {
     command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
         die "dpkg-dev and debhelper are needed (apt-get install debhelper)"
     package_binary
-    local version debver build
+    local version debver build arch
     version=$(cat "$DIST/VERSION")
     debver=${CAST2MQTT_DEB_VERSION:-$(cat "$DIST/DEB_VERSION" 2>/dev/null || deb_version "$version")}
+    arch=$(dpkg --print-architecture)
     build=$DIST/deb-build/cast2mqtt-$debver
-    say "cast2mqtt_${debver}_amd64.deb (binary $version)"
+    say "cast2mqtt_${debver}_${arch}.deb (binary $version)"
     rm -rf "$DIST/deb-build"
     mkdir -p "$build"
     cp -a "$ROOT/deploy/debian" "$build/debian"
@@ -128,10 +131,11 @@ package_deb() {
         tail -40 "$DIST/deb-build/build.log" >&2
         die "dpkg-buildpackage failed (dist/deb-build/build.log)"
     fi
-    local deb=cast2mqtt_${debver}_amd64.deb
+    local deb=cast2mqtt_${debver}_${arch}.deb
     mv "$DIST/deb-build/$deb" "$DIST/$deb"
     say "dist/$deb: $(stat -c %s "$DIST/$deb") bytes"
-    dpkg-deb -f "$DIST/$deb" Depends Recommends >&2
+    printf '%s\n' "$deb" > "$DIST/DEB"
+    dpkg-deb -f "$DIST/$deb" Architecture Depends Recommends >&2
     if command -v lintian >/dev/null; then
         say "lintian $deb"
         lintian --display-info --pedantic --fail-on error,warning "$DIST/$deb" >&2 ||
