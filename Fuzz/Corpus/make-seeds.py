@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora (Fuzz/Corpus/<target>/seed-*) from real messages: the payload
 test fixtures (Tests/CastProtocolTests/PayloadTests.swift), what the simulator sends and records,
-the MQTT examples of docs/topics.md, config.example.yaml and the TXT keys of real devices and of
+the MQTT examples of docs/topics.md, example-config.yaml and the TXT keys of real devices and of
 cast-sim. Deterministic: run it again after changing a fixture or an example, then commit.
 
 Usage: Fuzz/Corpus/make-seeds.py   (from anywhere; only seed-* files are rewritten, inputs that
@@ -221,7 +221,7 @@ def command_seeds():
 
 def config_seeds():
     clear("config")
-    write("config", "config-example", open(os.path.join(root, "config.example.yaml")).read())
+    write("config", "config-example", open(os.path.join(root, "example-config.yaml")).read())
     write("config", "minimal", "mqtt:\n  url: mqtt://127.0.0.1:1883\n")
     write("config", "static-devices",
           "mqtt:\n  url: mqtts://user@broker.invalid:8883\n  base_topic: home/cast\n  protocol: \"3.1.1\"\n"

@@ -211,7 +211,7 @@ import Testing
 @Suite struct ExampleFileTests {
     @Test func exampleConfigParsesToDefaults() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("config.example.yaml")
+            .appendingPathComponent("example-config.yaml")
         let c = try ConfigurationLoader.load(path: url.path, environment: [:])
         #expect(c == BridgeConfiguration())
     }
@@ -219,7 +219,7 @@ import Testing
     @Test func everyKeyIsDocumented() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let docs = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
-        let example = try String(contentsOf: root.appendingPathComponent("config.example.yaml"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("example-config.yaml"), encoding: .utf8)
         for (env, path) in ConfigurationLoader.environmentVariables {
             #expect(docs.contains(env), "\(env)")
             #expect(docs.contains("`\(path)`"), "\(path)")

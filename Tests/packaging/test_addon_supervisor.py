@@ -2,14 +2,20 @@
 the bridge takes its broker from a fake Supervisor that serves /services/mqtt only to its token,
 connects as that user, the devices come online (seconds from `podman run` printed), the password is in
 no log line, `podman stop` ends it on SIGTERM; a wrong token is refused and said so in the log.
+First: the image is the one the Supervisor would pull on this machine (config.yaml's `image` for
+this architecture, at the build's version), with Home Assistant's labels.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
+import subprocess
 import sys
 import time
+
+import yaml
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -19,6 +25,31 @@ sys.path.insert(0, str(ROOT / "Tests/homeassistant"))
 from addon_support import MQTT_PASSWORD, MQTT_USER, SUPERVISOR_TOKEN, Addon, needs_podman  # noqa: E402
 from addon_support import addon_image, workdir  # noqa: E402, F401 - the fixtures
 from chroot import wait_until  # noqa: E402
+from test_image import podman  # noqa: E402
+
+# Home Assistant's names of Debian's architectures (scripts/lib/package.sh, addon_arch).
+HA_ARCH = {"amd64": "amd64", "arm64": "aarch64"}
+OCI_ARCH = {"amd64": "amd64", "aarch64": "arm64"}  # what the Supervisor asks the registry for
+
+
+@needs_podman
+def test_the_image_is_the_one_the_supervisor_pulls(addon_image):
+    config = yaml.safe_load((ROOT / "deploy/home-assistant-addon/cast2mqtt/config.yaml").read_text())
+    debian = subprocess.run(["dpkg", "--print-architecture"], check=True, stdout=subprocess.PIPE,
+                            text=True).stdout.strip()
+    arch = HA_ARCH[debian]
+    assert arch in config["arch"]
+    version = (ROOT / "dist/VERSION").read_text().strip()
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", version)
+    pulled = f"{config['image'].format(arch=arch)}:{tag}"
+    assert (ROOT / "dist/ADDON_RELEASE_IMAGE").read_text().strip() == pulled
+    ids = {name: podman("image", "inspect", "--format", "{{.Id}}", name).stdout.strip() for name in (addon_image, pulled)}
+    assert len(set(ids.values())) == 1, ids
+    inspect = json.loads(podman("image", "inspect", pulled).stdout)[0]
+    labels = inspect["Config"]["Labels"]
+    assert labels["io.hass.type"] == "addon" and labels["io.hass.arch"] == arch, labels
+    assert labels["io.hass.version"] == version, labels
+    assert inspect["Architecture"] == OCI_ARCH[arch], inspect["Architecture"]
 
 
 @needs_podman

@@ -66,13 +66,13 @@ EOF
 }
 
 package_binary() {
-    command -v rsync >/dev/null || die "rsync is needed (apt-get install rsync)"
-    local version
-    version=$(release_version)
     if [[ ${CAST2MQTT_REUSE_BINARY:-0} == 1 && -x $DIST/cast2mqtt && -f $DIST/VERSION ]]; then
         say "reusing $DIST/cast2mqtt ($(cat "$DIST/VERSION"))"
         return
     fi
+    command -v rsync >/dev/null || die "rsync is needed (apt-get install rsync)"
+    local version
+    version=$(release_version)
     say "release build of cast2mqtt $version (static Swift runtime) in $SCRATCH"
     stage_tree "$version"
     local start=$SECONDS
@@ -93,16 +93,19 @@ package_binary() {
     "$ROOT/Tests/packaging/check_needed.sh" "$DIST/cast2mqtt"
 }
 
-# The .deb: debhelper over deploy/debian/ and the release binary, in dist/deb-build/.
+# The .deb: debhelper over deploy/debian/ and the release binary, in dist/deb-build/. Its
+# architecture is the build host's (`dpkg --print-architecture`, the binary's own): control says
+# `Architecture: any`.
 package_deb() {
     command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
         die "dpkg-dev and debhelper are needed (apt-get install debhelper)"
     package_binary
-    local version debver build
+    local version debver build arch
     version=$(cat "$DIST/VERSION")
     debver=${CAST2MQTT_DEB_VERSION:-$(cat "$DIST/DEB_VERSION" 2>/dev/null || deb_version "$version")}
+    arch=$(dpkg --print-architecture)
     build=$DIST/deb-build/cast2mqtt-$debver
-    say "cast2mqtt_${debver}_amd64.deb (binary $version)"
+    say "cast2mqtt_${debver}_${arch}.deb (binary $version)"
     rm -rf "$DIST/deb-build"
     mkdir -p "$build"
     cp -a "$ROOT/deploy/debian" "$build/debian"
@@ -128,10 +131,11 @@ package_deb() {
         tail -40 "$DIST/deb-build/build.log" >&2
         die "dpkg-buildpackage failed (dist/deb-build/build.log)"
     fi
-    local deb=cast2mqtt_${debver}_amd64.deb
+    local deb=cast2mqtt_${debver}_${arch}.deb
     mv "$DIST/deb-build/$deb" "$DIST/$deb"
     say "dist/$deb: $(stat -c %s "$DIST/$deb") bytes"
-    dpkg-deb -f "$DIST/$deb" Depends Recommends >&2
+    printf '%s\n' "$deb" > "$DIST/DEB"
+    dpkg-deb -f "$DIST/$deb" Architecture Depends Recommends >&2
     if command -v lintian >/dev/null; then
         say "lintian $deb"
         lintian --display-info --pedantic --fail-on error,warning "$DIST/$deb" >&2 ||
@@ -216,8 +220,8 @@ podman_() {
     nice -n "${CAST2MQTT_PACKAGE_NICE:-19}" podman ${runtime:+--runtime "$runtime"} "$@"
 }
 
-# The base image: CAST2MQTT_BASE_IMAGE, or a slim bookworm made with mmdebstrap and imported into
-# podman (once per rootfs tarball). Prints its name.
+# The local base image: a slim bookworm made with mmdebstrap and imported into podman (once per
+# rootfs tarball), CAST2MQTT_BASE_IMAGE when it is set. Prints its name.
 image_base() {
     if [[ -n ${CAST2MQTT_BASE_IMAGE:-} ]]; then
         printf '%s\n' "$CAST2MQTT_BASE_IMAGE"
@@ -233,23 +237,39 @@ image_base() {
     printf '%s\n' "$name"
 }
 
+# BASE_ARGS: the --build-arg that names an image's base ($1 the argument, $2 the base given for
+# it, if any): that base; none with CAST2MQTT_REGISTRY_BASES=1 (the Containerfile's or
+# Dockerfile's own default, from a registry, as a release builds); otherwise the local
+# mmdebstrap base. BASE_NAME says which, for the log.
+base_args() {
+    local arg=$1 given=${2:-}
+    if [[ -z $given && ${CAST2MQTT_REGISTRY_BASES:-0} == 1 ]]; then
+        BASE_ARGS=()
+        BASE_NAME="the default base of the file"
+        return
+    fi
+    [[ -n $given ]] || given=$(image_base)
+    BASE_ARGS=(--build-arg "$arg=$given")
+    BASE_NAME=$given
+}
+
 # The container image localhost/cast2mqtt:<version> (and :latest), built with podman from
 # deploy/container/ and the release binary. Its name goes to dist/IMAGE.
 package_image() {
     command -v podman >/dev/null || die "podman is needed (apt-get install podman)"
     package_binary
-    local version base tag ctx
+    local version tag ctx
     version=$(cat "$DIST/VERSION")
-    base=$(image_base)
+    base_args BASE "${CAST2MQTT_BASE_IMAGE:-}"
     tag=$(printf '%s' "$version" | tr -c 'A-Za-z0-9_.-' '_')
     ctx=$DIST/image-build
     rm -rf "$ctx"
     mkdir -p "$ctx"
     cp -p "$DIST/cast2mqtt" "$ROOT/deploy/container/Containerfile" "$ROOT/deploy/container/entrypoint.sh" \
         "$ROOT/deploy/container/healthcheck.sh" "$ctx/"
-    say "podman build localhost/cast2mqtt:$tag FROM $base"
+    say "podman build localhost/cast2mqtt:$tag FROM $BASE_NAME"
     # --format docker: the OCI format has no HEALTHCHECK.
-    podman_ build --format docker "${PODMAN_LIMITS[@]}" --build-arg BASE="$base" \
+    podman_ build --format docker "${PODMAN_LIMITS[@]}" "${BASE_ARGS[@]}" \
         --build-arg VERSION="$version" -t "localhost/cast2mqtt:$tag" -t localhost/cast2mqtt:latest \
         -f "$ctx/Containerfile" "$ctx" >&2
     rm -rf "$ctx"
@@ -258,31 +278,86 @@ package_image() {
     size=$(podman_ image inspect --format '{{.Size}}' "localhost/cast2mqtt:$tag")
     say "localhost/cast2mqtt:$tag: $size bytes ($((size / 1048576)) MiB)"
 }
-# The Home Assistant add-on's image localhost/cast2mqtt-addon:<version> (and :latest), built with
-# podman from deploy/home-assistant-addon/cast2mqtt/ with BUILD_FROM the same local base as the
-# container image (a release builds it on Home Assistant's Debian base, build.yaml). The context
-# is the add-on folder, the release binary and deploy/container's entrypoint and health check.
-# Its name goes to dist/ADDON_IMAGE. Only amd64 is built here.
+
+# Home Assistant's name of this host's architecture (the add-on's `arch` and the {arch} of its
+# `image`), from Debian's (`dpkg --print-architecture`).
+addon_arch() {
+    local arch
+    arch=$(dpkg --print-architecture)
+    case $arch in
+        amd64) echo amd64 ;;
+        arm64) echo aarch64 ;;
+        *) die "no Home Assistant architecture for Debian's $arch" ;;
+    esac
+}
+
+ADDON_DIR=$ROOT/deploy/home-assistant-addon/cast2mqtt
+
+# A top-level scalar of the add-on's config.yaml ($1: the key), quotes removed.
+addon_config() {
+    sed -n "s/^$1:[[:space:]]*//p" "$ADDON_DIR/config.yaml" | sed 's/[[:space:]]*#.*$//; s/^"\(.*\)"$/\1/; s/^'"'"'\(.*\)'"'"'$/\1/'
+}
+
+# The Home Assistant add-on's image, built with podman from deploy/home-assistant-addon/cast2mqtt/
+# for this host's architecture: BUILD_FROM the same local base as the container image, or
+# CAST2MQTT_ADDON_BASE_IMAGE, or with CAST2MQTT_REGISTRY_BASES=1 the Dockerfile's own (Home
+# Assistant's Debian base, as a release builds). The context is the add-on folder, the release
+# binary and deploy/container's entrypoint and health check. Tagged
+# localhost/cast2mqtt-addon:<version> (and :latest), its name in dist/ADDON_IMAGE, and as the
+# Supervisor pulls it: config.yaml's `image` with {arch} replaced, at the tag <version>, that
+# name in dist/ADDON_RELEASE_IMAGE (what a release pushes).
 package_addon() {
     command -v podman >/dev/null || die "podman is needed (apt-get install podman)"
     package_binary
-    local version base tag ctx addon=$ROOT/deploy/home-assistant-addon/cast2mqtt
+    local version tag ctx arch image
     version=$(cat "$DIST/VERSION")
-    base=${CAST2MQTT_ADDON_BASE_IMAGE:-$(image_base)}
+    arch=$(addon_arch)
+    image=$(addon_config image)
+    [[ $image == *'{arch}'* ]] || die "the add-on's config.yaml has no image with {arch}"
+    image=${image//\{arch\}/$arch}
+    base_args BUILD_FROM "${CAST2MQTT_ADDON_BASE_IMAGE:-}"
     tag=$(printf '%s' "$version" | tr -c 'A-Za-z0-9_.-' '_')
     ctx=$DIST/addon-build
     rm -rf "$ctx"
     mkdir -p "$ctx"
-    cp -p "$addon"/* "$ctx/" 2>/dev/null || true
+    cp -p "$ADDON_DIR"/* "$ctx/" 2>/dev/null || true
     cp -p "$DIST/cast2mqtt" "$ROOT/deploy/container/entrypoint.sh" "$ROOT/deploy/container/healthcheck.sh" "$ctx/"
-    say "podman build localhost/cast2mqtt-addon:$tag FROM $base"
-    podman_ build --format docker "${PODMAN_LIMITS[@]}" --build-arg BUILD_FROM="$base" \
-        --build-arg BUILD_VERSION="$version" --build-arg BUILD_ARCH=amd64 \
-        -t "localhost/cast2mqtt-addon:$tag" -t localhost/cast2mqtt-addon:latest \
+    say "podman build localhost/cast2mqtt-addon:$tag and $image:$tag for $arch FROM $BASE_NAME"
+    podman_ build --format docker "${PODMAN_LIMITS[@]}" "${BASE_ARGS[@]}" \
+        --build-arg BUILD_VERSION="$version" --build-arg BUILD_ARCH="$arch" \
+        -t "localhost/cast2mqtt-addon:$tag" -t localhost/cast2mqtt-addon:latest -t "$image:$tag" \
         -f "$ctx/Dockerfile" "$ctx" >&2
     rm -rf "$ctx"
     printf 'localhost/cast2mqtt-addon:%s\n' "$tag" > "$DIST/ADDON_IMAGE"
+    printf '%s:%s\n' "$image" "$tag" > "$DIST/ADDON_RELEASE_IMAGE"
     local size
     size=$(podman_ image inspect --format '{{.Size}}' "localhost/cast2mqtt-addon:$tag")
-    say "localhost/cast2mqtt-addon:$tag: $size bytes ($((size / 1048576)) MiB)"
+    say "localhost/cast2mqtt-addon:$tag ($image:$tag): $size bytes ($((size / 1048576)) MiB)"
+}
+
+# A release's version (CAST2MQTT_VERSION, from its tag) must be the add-on's: the Supervisor
+# pulls the image at the tag config.yaml's `version` gives.
+package_release_check() {
+    local version addon
+    version=$(release_version)
+    addon=$(addon_config version)
+    [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "'$version' is not a release version (X.Y.Z)"
+    [[ $version == "$addon" ]] ||
+        die "the release is $version but the add-on's config.yaml says version \"$addon\": change one of them"
+    say "release $version: the add-on's config.yaml says the same"
+}
+
+# What `binary` and `deb` need from Debian (a release installs it in its Swift container):
+# the C libraries' headers, pkg-config, rsync, debhelper and lintian.
+PACKAGE_BUILD_DEPENDS=(pkg-config libmosquitto-dev libavahi-client-dev rsync debhelper lintian)
+package_deps() {
+    local -a missing=()
+    local p
+    for p in "${PACKAGE_BUILD_DEPENDS[@]}"; do
+        dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    say "apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
