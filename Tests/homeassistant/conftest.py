@@ -24,12 +24,4 @@ def ha(workdir, broker, request) -> HomeAssistant:
     # A test module may set HOME_ASSISTANT = {...}: keyword arguments of harness.HomeAssistant
     # (extra_config, custom_components, media_files).
     h = HomeAssistant(workdir, broker, **getattr(request.module, "HOME_ASSISTANT", {}))
-    try:
-        h.start()
-        h.setup()
-    except BaseException:
-        print(h.log()[-6000:])
-        h.stop()
-        raise
-    yield h
-    h.stop()
+    yield from fixtures.running(h)

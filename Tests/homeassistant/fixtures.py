@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import KITCHEN, LIVING_ROOM, Bridge, CastSim, Mosquitto, MQTTObserver, missing_requirements
+from harness import KITCHEN, LIVING_ROOM, Bridge, CastSim, HomeAssistant, Mosquitto, MQTTObserver, missing_requirements
 
 
 def requirements() -> None:
@@ -49,6 +49,20 @@ def bridge(workdir: pathlib.Path, broker: Mosquitto, sim: CastSim) -> Iterator[B
     b.start()
     yield b
     b.stop()
+
+
+def running(h: HomeAssistant) -> Iterator[HomeAssistant]:
+    """A Home Assistant fixture's body: `h` started and set up (onboarding, MQTT), yielded, and
+    stopped afterwards; the end of its log is printed when the start fails."""
+    try:
+        h.start()
+        h.setup()
+    except BaseException:
+        print(h.log()[-6000:])
+        h.stop()
+        raise
+    yield h
+    h.stop()
 
 
 def registered(scope: str) -> dict[str, object]:

@@ -26,6 +26,7 @@ import pytest
 import requests
 
 from ha_calls import flow
+import fixtures
 from harness import HASS, KITCHEN, LIVING_ROOM, ROOT, HomeAssistant, log_records, wait_for
 
 OLD_HASS = os.environ.get("HA_UPGRADE_FROM_HASS", "")
@@ -47,15 +48,7 @@ def ha(workdir, broker, requirements):
     (config / "automations.yaml").write_text("[]\n")
     h = HomeAssistant(workdir, broker, hass=OLD_HASS, custom_components=[INTEGRATION],
                       extra_config="automation: !include automations.yaml\n")
-    try:
-        h.start()
-        h.setup()
-    except BaseException:
-        print(h.log()[-6000:])
-        h.stop()
-        raise
-    yield h
-    h.stop()
+    yield from fixtures.running(h)
 
 
 def devices_of(ha: HomeAssistant, device_id: str) -> list[dict[str, Any]]:

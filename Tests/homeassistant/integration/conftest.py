@@ -38,15 +38,7 @@ def ha_link(broker) -> TCPProxy:
 @pytest.fixture(scope="package")
 def ha(workdir, broker, ha_link) -> HomeAssistant:
     h = HomeAssistant(workdir, broker, mqtt_port=ha_link.port, **HOME_ASSISTANT)
-    try:
-        h.start()
-        h.setup()
-    except BaseException:
-        print(h.log()[-6000:])
-        h.stop()
-        raise
-    yield h
-    h.stop()
+    yield from fixtures.running(h)
 
 
 
