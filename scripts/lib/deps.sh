@@ -7,6 +7,8 @@ CAST2MQTT_APT_PACKAGES=(
   libavahi-client-dev avahi-daemon avahi-utils dbus
   iproute2 curl
   nftables                 # packet loss on the test network (Tests/netns): this kernel has no netem
+  mmdebstrap               # root filesystems: the packages' tests and Home Assistant 2026's Python 3.14
+                           # (installed here, before the background Home Assistant install needs it)
 )
 
 ensure_apt_packages() {
