@@ -93,6 +93,18 @@ def device_identifier(device_id: str) -> tuple[str, str]:
     return ("mqtt", f"cast2mqtt_{device_id}")
 
 
+def device_id_of(identifier: tuple[str, str]) -> str | None:
+    """The Cast device id of a `device_identifier`, None for any other identifier (the bridge's
+    own device, `cast2mqtt_bridge[_...]`, included)."""
+    domain, value = identifier
+    if domain != "mqtt" or not value.startswith("cast2mqtt_"):
+        return None
+    device_id = value.removeprefix("cast2mqtt_")
+    if not device_id or device_id == "bridge" or device_id.startswith("bridge_"):
+        return None
+    return device_id
+
+
 def players(hass: HomeAssistant) -> dict[str, Cast2MqttMediaPlayer]:
     """The media players of every loaded entry, by entity id."""
     return hass.data.setdefault(DATA_PLAYERS, {})

@@ -29,7 +29,7 @@ from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 
-from .const import DOMAIN, device_identifier, unique_id
+from .const import DOMAIN, device_id_of, device_identifier, unique_id
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -38,9 +38,6 @@ MQTT_DOMAIN: Final = "mqtt"
 # A registry where each device has one config entry, and identifiers are unique per entry
 # (Home Assistant 2026.8 and later). Its lookup by identifier takes the owning entry.
 ONE_OWNER: Final = hasattr(dr.DeviceRegistry, "async_get_device_by_identifier")
-
-_IDENTIFIER_PREFIX: Final = "cast2mqtt_"
-
 
 def mqtt_device(hass: HomeAssistant, device_id: str) -> dr.DeviceEntry | None:
     """The device the MQTT integration made for a Cast device from the bridge's discovery
@@ -62,23 +59,21 @@ def own_device(hass: HomeAssistant, entry_id: str, device_id: str) -> dr.DeviceE
 
 def cast_device_id(device: dr.DeviceEntry) -> str | None:
     """The Cast device id in a device's identifiers, if it is one of the bridge's devices."""
-    for domain, identifier in device.identifiers:
-        if domain == MQTT_DOMAIN and identifier.startswith(_IDENTIFIER_PREFIX):
-            rest = identifier.removeprefix(_IDENTIFIER_PREFIX)
-            if rest and rest != "bridge" and not rest.startswith("bridge_"):
-                return rest
+    for identifier in device.identifiers:
+        if (device_id := device_id_of(identifier)) is not None:
+            return device_id
     return None
 
 
 @callback
-def async_relink(hass: HomeAssistant, entry: ConfigEntry, base: str, device_id: str) -> bool:
+def async_relink(hass: HomeAssistant, entry: ConfigEntry, base: str, device_id: str) -> dr.DeviceEntry | None:
     """Moves the device's media player from this entry's own device to the MQTT device and
-    removes the entry's device; returns whether the player is on the MQTT device now. What the
+    removes the entry's device; returns the MQTT device, None while there is none. What the
     player showed through its old device stays: the area (as the entity's own, when the two
     devices' areas differ) and a name the user gave the device (as the entity's name)."""
     target = mqtt_device(hass, device_id)
     if target is None:
-        return False
+        return None
     entities = er.async_get(hass)
     devices = dr.async_get(hass)
     old = own_device(hass, entry.entry_id, device_id)
@@ -101,7 +96,7 @@ def async_relink(hass: HomeAssistant, entry: ConfigEntry, base: str, device_id: 
         if not left:
             devices.async_remove_device(old.id)
             _LOGGER.info("removed this entry's second device of %s: the MQTT device has the media player", device_id)
-    return True
+    return target
 
 
 @callback

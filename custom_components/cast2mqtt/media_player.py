@@ -53,9 +53,7 @@ async def async_setup_entry(
         new = []
         for device_id in added:
             if device_id not in known and device_id in bridge.devices:
-                device = None
-                if ONE_OWNER and async_relink(hass, entry, bridge.base, device_id):
-                    device = mqtt_device(hass, device_id)
+                device = async_relink(hass, entry, bridge.base, device_id) if ONE_OWNER else None
                 known[device_id] = Cast2MqttMediaPlayer(bridge, device_id, device)
                 new.append(known[device_id])
         if new:
