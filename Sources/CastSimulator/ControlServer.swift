@@ -218,6 +218,8 @@ struct ControlRouter: Sendable {
                 return .error(.badRequest, "need \"mode\": \(DeviceAuthBehaviour.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             await device.setDeviceAuthBehaviour(mode)
+        case "replay":
+            return await replay(device, json)
         case "behave":
             await device.behave()
         case "drop": await device.dropConnections()
@@ -271,6 +273,34 @@ struct ControlRouter: Sendable {
             return .error(.badRequest, "unknown action '\(other)'")
         }
         return .ok
+    }
+
+    /// `{"action":"replay","namespace":NS,"text":"<the message as the device sent it>"|"message":{…},
+    /// "as":"unprompted"|"status"|"answer","to":"LOAD","source":ENDPOINT}` (SimulatedDevice+Replay.swift).
+    /// `text` keeps the message byte for byte (key order, float noise); `message` is re-encoded.
+    private func replay(_ device: SimulatedDevice, _ json: JSONValue) async -> ControlResponse {
+        let modes = ReplayMode.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let namespace = json["namespace"]?.stringValue, namespace.hasPrefix(CastNamespace.prefix) else {
+            return .error(.badRequest, "need \"namespace\": urn:x-cast:…")
+        }
+        guard let mode = ReplayMode(rawValue: json["as"]?.stringValue ?? "unprompted") else {
+            return .error(.badRequest, "\"as\": one of \(modes)")
+        }
+        let text: String
+        if let given = json["text"]?.stringValue {
+            text = given
+        } else if let message = json["message"], let encoded = try? CastJSON.encode(message) {
+            text = encoded
+        } else {
+            return .error(.badRequest, "need \"text\" (the message as sent) or \"message\" (a JSON object)")
+        }
+        do {
+            try await device.replay(text, namespace: namespace, mode: mode, requestType: json["to"]?.stringValue,
+                                    source: json["source"]?.stringValue)
+            return .ok
+        } catch {
+            return .error(.conflict, "\(error)")
+        }
     }
 
     struct HostileAnswer: Encodable {

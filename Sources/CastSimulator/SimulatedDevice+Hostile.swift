@@ -69,6 +69,7 @@ extension SimulatedDevice {
             self.hostileTask?.cancel()
             self.hostileTask = nil
             self.hostileReplyBudget = 0
+            self.replay = ReplayState()
         }.get()
     }
 

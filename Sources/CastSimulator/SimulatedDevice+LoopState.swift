@@ -46,6 +46,8 @@ struct DeviceLoopState: Sendable {
     var lastAuthNonce: [UInt8]?
     /// The device's credentials per kind (made on first use).
     var authCredentials: [DeviceAuthBehaviour: DeviceCredentials] = [:]
+    /// Real devices' messages this device speaks (`SimulatedDevice+Replay.swift`).
+    var replay = ReplayState()
 
     init(volume: ReceiverVolume) { self.volume = volume }
 }

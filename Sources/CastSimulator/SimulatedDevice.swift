@@ -202,7 +202,7 @@ public final class SimulatedDevice: Sendable {
             break
         }
         let destination = message.destinationID
-        let known = destination == CastEndpoint.receiver || destination == app?.transportId
+        let known = destination == CastEndpoint.receiver || destination == app?.transportId || isReplayTransport(destination)
         let deliver = known && connection.isConnected(source: message.sourceID, to: destination)
         recorder.record(message, connection: connection.number, delivered: deliver)
         guard deliver else {
@@ -210,6 +210,7 @@ public final class SimulatedDevice: Sendable {
             return
         }
         noteRequest(message, on: connection)
+        if answerFromReplay(message, on: connection) { return }
         if destination == CastEndpoint.receiver {
             switch message.namespace {
             case CastNamespace.receiver: handleReceiver(message, on: connection)
@@ -235,7 +236,8 @@ public final class SimulatedDevice: Sendable {
         let endpoint = message.destinationID
         switch parsed {
         case .connect(_, _, _, let versions):
-            let allowed = endpoint == CastEndpoint.receiver || (endpoint == app?.transportId && !refusingAppConnections)
+            let allowed = endpoint == CastEndpoint.receiver || isReplayTransport(endpoint)
+                || (endpoint == app?.transportId && !refusingAppConnections)
             guard allowed else {
                 // Refusal of a connection to an endpoint that does not exist (Open Screen does this).
                 send(CastMessage(source: endpoint, destination: source, namespace: CastNamespace.connection,
