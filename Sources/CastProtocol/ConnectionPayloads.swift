@@ -1,10 +1,13 @@
 /// Just the routing fields every JSON payload shares: `type` and (usually) `requestId`.
 /// Decoded first so a message can be dispatched without knowing its whole shape.
+///
+/// Some receiver apps and firmware name the kind `responseType` (the app-availability answer
+/// does, and statuses have been seen so): without a `type`, a string `responseType` is the kind.
 public struct CastPayloadHeader: Decodable, Sendable, Hashable {
     public var type: String?
     public var requestId: Int?
 
-    enum CodingKeys: String, CodingKey { case type, requestId, launchRequestId }
+    enum CodingKeys: String, CodingKey { case type, responseType, requestId, launchRequestId }
 
     public init(type: String?, requestId: Int?) {
         self.type = type
@@ -13,7 +16,11 @@ public struct CastPayloadHeader: Decodable, Sendable, Hashable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        type = try? c.decodeIfPresent(String.self, forKey: .type)
+        if c.contains(.type) {
+            type = try? c.decodeIfPresent(String.self, forKey: .type)
+        } else {
+            type = try? c.decodeIfPresent(String.self, forKey: .responseType)
+        }
         // Some firmware answers a LAUNCH with `launchRequestId` instead of `requestId`; numbers
         // occasionally arrive as floats (`3.0`). A fractional or out-of-range id (`1.5`, `1e19`)
         // names no request of ours: it is treated as absent.

@@ -1,5 +1,5 @@
-/// Reads the routing header of a payload (top-level `type` and `requestId` /
-/// `launchRequestId`) in one pass over the bytes, without `JSONDecoder`. Every message a device
+/// Reads the routing header of a payload (top-level `type` — or `responseType` without one —
+/// and `requestId` / `launchRequestId`) in one pass over the bytes, without `JSONDecoder`. Every message a device
 /// sends has its header read first (the state machine matches replies by it), so this is on the
 /// path of every status and every heartbeat.
 ///
@@ -44,6 +44,8 @@ enum HeaderScanner {
                 try expect(UInt8(ascii: "{"))
                 var type: String?
                 var typeSeen = false
+                var responseType: String?
+                var responseTypeSeen = false
                 var requestId: IDValue?
                 var launchRequestId: IDValue?
                 try members(keys: .plain) { (scanner: inout Scanner, key: Range<Int>?) throws(Unsure) in
@@ -54,6 +56,15 @@ enum HeaderScanner {
                         if scanner.peek() == UInt8(ascii: "\"") {
                             let value = try scanner.plainString()
                             type = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[value]), as: UTF8.self)
+                        } else {
+                            try scanner.skipValue(depth: 1)
+                        }
+                    } else if scanner.equals(key, "responseType") {
+                        guard !responseTypeSeen else { throw Unsure() }
+                        responseTypeSeen = true
+                        if scanner.peek() == UInt8(ascii: "\"") {
+                            let value = try scanner.plainString()
+                            responseType = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[value]), as: UTF8.self)
                         } else {
                             try scanner.skipValue(depth: 1)
                         }
@@ -72,7 +83,8 @@ enum HeaderScanner {
                 var id: Int?
                 if case .value(let value)? = requestId { id = value }
                 if id == nil, case .value(let value)? = launchRequestId { id = value }
-                return .header(CastPayloadHeader(type: type, requestId: id))
+                // `responseType` names the kind only when there is no `type` key at all.
+                return .header(CastPayloadHeader(type: typeSeen ? type : responseType, requestId: id))
             } catch {
                 return nil
             }

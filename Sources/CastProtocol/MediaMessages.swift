@@ -252,8 +252,16 @@ public enum MediaResponse: Sendable, Hashable {
     private static func parsedStatusList(_ text: String) -> [MediaStatus]? {
         guard case .object(let top)? = JSONValue.parse(text) else { return nil }
         let doubt = ParseDoubt()
-        let list = MediaStatus.parsedList(top["status"], doubt)
+        let list = isTopLevelStatus(top) ? [MediaStatus(parsed: top, doubt)] : MediaStatus.parsedList(top["status"], doubt)
         return doubt.unsure ? nil : list
+    }
+
+    /// A MEDIA_STATUS whose fields stand at the top level (no `status` list, as a real receiver
+    /// sent one) is one status entry: no `status` (or a null one) and a string `playerState`.
+    static func isTopLevelStatus(_ top: [String: JSONValue]) -> Bool {
+        guard top["status"] == nil || top["status"] == .null else { return false }
+        if case .string? = top["playerState"] { return true }
+        return false
     }
 
     private static func parse(_ payload: CastPayload, parsedStatus: Bool) throws -> MediaResponse {
@@ -265,6 +273,10 @@ public enum MediaResponse: Sendable, Hashable {
         switch header.type {
         case "MEDIA_STATUS":
             if parsedStatus, let list = parsedStatusList(text) { return .status(requestId: header.requestId ?? 0, list) }
+            if case .object(let top)? = try? CastJSON.decode(JSONValue.self, from: text), isTopLevelStatus(top) {
+                let entry = try? CastJSON.decode(MediaStatus.self, from: text)
+                return .status(requestId: header.requestId ?? 0, entry.map { [$0] } ?? [])
+            }
             let wire = (try? CastJSON.decode(StatusWire.self, from: text)) ?? StatusWire(status: nil)
             return .status(requestId: header.requestId ?? 0, wire.status ?? [])
         case "SESSION_STATE":

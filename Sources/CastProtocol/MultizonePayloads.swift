@@ -39,22 +39,24 @@ public enum MultizoneMessage: Sendable, Hashable {
     public static func parse(_ payload: CastPayload) throws -> MultizoneMessage {
         guard let text = payload.text else { throw CastMessageError.invalid("binary payload on the multizone namespace") }
         let wire = try CastJSON.decode(Wire.self, from: text)
-        switch wire.type {
+        // The kind as every namespace reads it (`responseType` when there is no `type`).
+        let type = CastPayloadHeader.parse(payload)?.type ?? wire.type
+        switch type {
         case "GET_STATUS": return .getStatus(requestId: wire.requestId ?? 0)
         case "MULTIZONE_STATUS":
             return .status(requestId: wire.requestId ?? 0, devices: wire.status?.devices ?? [],
                            isMultichannel: wire.status?.isMultichannel, playbackSession: wire.status?.playbackSession)
         case "DEVICE_ADDED":
-            guard let device = wire.device else { return .unknown(type: wire.type) }
+            guard let device = wire.device else { return .unknown(type: type) }
             return .deviceAdded(device)
         case "DEVICE_UPDATED":
-            guard let device = wire.device else { return .unknown(type: wire.type) }
+            guard let device = wire.device else { return .unknown(type: type) }
             return .deviceUpdated(device)
         case "DEVICE_REMOVED":
-            guard let id = wire.deviceId ?? wire.device?.deviceId else { return .unknown(type: wire.type) }
+            guard let id = wire.deviceId ?? wire.device?.deviceId else { return .unknown(type: type) }
             return .deviceRemoved(deviceId: id)
         case "PLAYBACK_SESSION_UPDATED": return .playbackSessionUpdated
-        default: return .unknown(type: wire.type)
+        default: return .unknown(type: type)
         }
     }
 

@@ -24,6 +24,10 @@ import Testing
         #"{}"#,
         #"{"a":[1,2.5e-3,{"b":"c\"d\\e\u00e9"}],"type":"X"}"#,
         #"{"customData":{"requestId":99,"type":"inner"},"type":"OUTER"}"#,
+        #"{"responseType":"MEDIA_STATUS","requestId":2,"status":[]}"#,
+        #"{"type":"RECEIVER_STATUS","responseType":"MEDIA_STATUS"}"#,
+        #"{"type":null,"responseType":"MEDIA_STATUS"}"#,
+        #"{"responseType":7}"#,
     ])
     func decidesPlainPayloadsLikeJSONDecoder(_ text: String) {
         guard case .header(let header) = HeaderScanner.scan(text) else {
@@ -53,6 +57,17 @@ import Testing
         #expect(HeaderScanner.scan(text) == .unsure)
         let (header, reference) = both(text)
         #expect(header == reference)
+    }
+
+    /// Real receiver apps name the kind `responseType` (a Pandora status; spec §6): read as
+    /// `type` when there is no `type` key; `type` wins when both are there.
+    @Test func responseTypeIsTheKindWithoutAType() {
+        #expect(CastPayloadHeader.parse(.string(#"{"responseType":"MEDIA_STATUS","requestId":2}"#))
+                == CastPayloadHeader(type: "MEDIA_STATUS", requestId: 2))
+        #expect(CastPayloadHeader.parse(.string(#"{"type":"RECEIVER_STATUS","responseType":"MEDIA_STATUS"}"#))?.type
+                == "RECEIVER_STATUS")
+        #expect(CastPayloadHeader.parse(.string(#"{"type":null,"responseType":"MEDIA_STATUS"}"#))?.type == nil)
+        #expect(HeaderScanner.scan(#"{"responseType":"A","responseType":"B"}"#) == .unsure)
     }
 
     @Test func deepNestingIsLeftToJSONDecoder() {

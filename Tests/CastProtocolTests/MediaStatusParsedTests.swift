@@ -99,9 +99,36 @@ import Testing
             #"{"type":"MEDIA_STATUS","status":[{"media":{"contentId":"\ud83c\udfb5","customData":{"a":"\ud800"}}}]}"#,
             #"{"type":"MEDIA_STATUS","status":[{"playerState":"PLAYING"}],}"#,
             #"{"type":"MEDIA_STATUS","status":[{"currentTime":1e-400}]}"#,
+            #"{"type":"MEDIA_STATUS","playerState":"IDLE","media":{"contentId":"","metadata":{"title":"T"}}}"#,
+            #"{"type":"MEDIA_STATUS","status":null,"playerState":"PLAYING","mediaSessionId":1}"#,
+            #"{"type":"MEDIA_STATUS","playerState":7,"mediaSessionId":1}"#,
+            #"{"type":"MEDIA_STATUS","playerState":"PLAYING","mediaSessionId":"x"}"#,
+            #"{"responseType":"MEDIA_STATUS","status":[{"playerState":"PLAYING"}]}"#,
         ] {
             agree(text)
         }
+    }
+
+    /// A MEDIA_STATUS with its fields at the top level (SiriusXM's receiver sent one: spec §6)
+    /// is one status entry; `status` wins when it is there; a top level without a string
+    /// `playerState` is no status.
+    @Test func aTopLevelStatusIsOneEntry() throws {
+        let text = #"{"type":"MEDIA_STATUS","mediaSessionId":0,"media":{"contentId":"","streamType":"NONE","contentType":"","#
+            + #""metadata":{"metadataType":0,"title":"We Take Your Calls","images":[{"url":""}]}},"playbackRate":1,"#
+            + #""playerState":"IDLE","currentTime":0,"supportedMediaCommands":0,"volume":{}}"#
+        guard case .status(let requestId, let list) = try MediaResponse.parse(.string(text)) else {
+            Issue.record("not a status")
+            return
+        }
+        #expect(requestId == 0)
+        #expect(list.count == 1)
+        #expect(list.first?.playerState == "IDLE" && list.first?.media?.metadata?.title == "We Take Your Calls")
+        agree(text)
+        guard case .status(_, let listed) = try MediaResponse.parse(.string(
+            #"{"type":"MEDIA_STATUS","status":[],"playerState":"PLAYING"}"#)) else { return }
+        #expect(listed.isEmpty)
+        guard case .status(_, let none) = try MediaResponse.parse(.string(#"{"type":"MEDIA_STATUS","playerState":3}"#)) else { return }
+        #expect(none.isEmpty)
     }
 
     /// Random statuses: fields dropped, retyped and nested at random.
