@@ -163,10 +163,10 @@ final class DeviceConnection {
 
     func tlsReady(channel: any Channel, generation: Int) {
         guard generation == self.generation else { return }
-        // With device authentication the challenge's round trip is part of the connect (the
-        // device signs it: a fleet's worth at once is a storm of its own); the place is given
-        // back with its result.
-        if configuration.deviceAuth == .off { releaseGate() }
+        // Under `require` the challenge's round trip is part of the connect (the device signs
+        // it: a fleet's worth at once is a storm of its own); the place is given back with its
+        // result. Under `report` the check runs beside the session and holds nothing up.
+        if configuration.deviceAuth != .require { releaseGate() }
         self.channel = channel
         self.pendingChannel = nil
         run(machine.channelActive(now: clock.now, auth: authContext(channel)))

@@ -23,6 +23,7 @@ extension CastConnectionStateMachine {
         let dead = session.lastReceived.advanced(by: configuration.heartbeatTimeout)
         if dead < deadline { deadline = dead }
         for request in session.pending.values where request.deadline < deadline { deadline = request.deadline }
+        if let auth = session.authentication, auth.deadline < deadline { deadline = auth.deadline }
         return deadline
     }
 

@@ -36,6 +36,9 @@ extension CastConnectionStateMachine {
         /// Request id → deadline, and where the answer must come from.
         var pending: [Int: Pending] = [:]
         var internalRequests: Set<Int> = []
+        /// Under `report`: the device-auth check still under way (the challenge went out with
+        /// CONNECT; its answer, or the deadline, gives the result).
+        var authentication: Authentication?
     }
 
     enum State: Sendable {

@@ -5,11 +5,13 @@
 /// States:
 /// - `idle`: not started.
 /// - `connecting(attempt)`: a TCP + TLS connect is under way.
-/// - `authenticating(auth, attempt)`: with `deviceAuth` not `off`, the channel is up and our
+/// - `authenticating(auth, attempt)`: with `deviceAuth: require`, the channel is up and our
 ///   AuthChallenge is out (nothing else is sent before the device is checked); the answer, or
-///   `requestTimeout` without one, gives the result, which is emitted. Authenticated, or any
-///   result under `report`: the machine goes on to `open`. A failure under `require`: the
-///   channel is closed (`unauthenticated`) and retried with backoff like a failed connect.
+///   `requestTimeout` without one, gives the result, which is emitted. Authenticated: the
+///   machine goes on to `open`. A failure: the channel is closed (`unauthenticated`) and
+///   retried with backoff like a failed connect. Under `report` the check costs the connection
+///   nothing: the challenge goes out with CONNECT and the status request, the machine is `open`
+///   at once, and the result is emitted when the answer (or the deadline) comes.
 /// - `open(session)`: the channel is active; `session.answered` turns true with the first
 ///   message from the receiver platform (`receiver-0` on the receiver namespace: its answer to
 ///   GET_STATUS, or a status broadcast); only then is the device `connected`. Heartbeats keep
@@ -68,20 +70,33 @@ where Instant.Duration == Duration, Instant: Sendable {
             return authenticationEnded(.failed(.tlsCertificate), now: now)
         }
         let deadline = now.advanced(by: configuration.requestTimeout)
-        state = .authenticating(Authentication(deadline: deadline, context: auth), attempt: attempt)
         let challenge = CastMessage(sourceID: configuration.senderID, destinationID: CastEndpoint.receiver,
                                     namespace: CastNamespace.deviceAuth,
                                     payload: .binary(DeviceAuthMessages.challenge(nonce: auth.nonce)))
+        if configuration.deviceAuth == .report {
+            return openSession(now: now, attempt: attempt, checking: (Authentication(deadline: deadline, context: auth), challenge))
+        }
+        state = .authenticating(Authentication(deadline: deadline, context: auth), attempt: attempt)
         return [.write([challenge]), .scheduleTimer(deadline)]
     }
 
-    private mutating func openSession(now: Instant, attempt: Int) -> [Action] {
+    /// `checking`: under `report`, the check that runs beside the session (its challenge goes
+    /// out first, in the same write).
+    private mutating func openSession(now: Instant, attempt: Int,
+                                      checking: (Authentication, CastMessage)? = nil) -> [Action] {
         var session = Session(lastReceived: now, lastPingSent: now)
         session.endpoints.insert(CastEndpoint.receiver)
+        session.authentication = checking?.0
         let status = platformStatusRequest(&session, now: now)
         state = .open(session, attempt: attempt)
-        let messages = [connectMessage(to: CastEndpoint.receiver), heartbeat(.ping), status]
+        let messages = (checking.map { [$0.1] } ?? []) + [connectMessage(to: CastEndpoint.receiver), heartbeat(.ping), status]
         return [.write(messages), .scheduleTimer(nextDeadline(session))]
+    }
+
+    /// Under `report`: the check running beside an open session ended.
+    private mutating func sessionCheckEnded(_ session: inout Session, _ result: DeviceAuthResult) -> Action {
+        session.authentication = nil
+        return .emit(.authentication(result, admitted: true))
     }
 
     /// The check ended: say so, then go on or refuse the device as the policy says.
@@ -115,6 +130,15 @@ where Instant.Duration == Duration, Instant: Sendable {
         guard case .open(var session, var attempt) = state else { return [] }
         var actions: [Action] = []
         session.lastReceived = now
+        if message.namespace == CastNamespace.deviceAuth {
+            // Under `report`, the answer to the challenge sent with CONNECT; anything else on the
+            // namespace (a second answer, one nobody asked for) means nothing.
+            if let context = session.authentication?.context {
+                actions.append(sessionCheckEnded(&session, context.verify(message.payload)))
+            }
+            state = .open(session, attempt: attempt)
+            return actions
+        }
         if !session.answered, message.namespace == CastNamespace.receiver, message.sourceID == CastEndpoint.receiver {
             session.answered = true
             attempt = 0
@@ -170,6 +194,9 @@ where Instant.Duration == Duration, Instant: Sendable {
                 return beginClosing(session, attempt: attempt, .heartbeatTimeout)
             }
             var actions: [Action] = []
+            if let auth = session.authentication, now >= auth.deadline {
+                actions.append(sessionCheckEnded(&session, .failed(.noAnswer)))
+            }
             if now >= heartbeatTurn(session) {
                 session.lastPingSent = now
                 actions.append(.write([heartbeat(.ping)]))

@@ -31,9 +31,9 @@ import Testing
         return nil
     }
 
-    @Test("the challenge goes out alone, first; the device is checked before CONNECT", arguments: [DeviceAuthMode.report, .require])
-    func challengeFirst(mode: DeviceAuthMode) throws {
-        var m = machine(mode)
+    @Test("require: the challenge goes out alone, first; the device is checked before CONNECT")
+    func challengeFirst() throws {
+        var m = machine(.require)
         let actions = m.channelActive(now: at(0), auth: context)
         let sent = writes(actions)
         #expect(sent.count == 1)
@@ -82,15 +82,47 @@ import Testing
         #expect(second > first)
     }
 
+    @Test("report: the challenge goes out with CONNECT; the device is online before the answer, which comes beside")
+    func reportCostsNothing() throws {
+        var m = machine(.report)
+        let actions = m.channelActive(now: at(0), auth: context)
+        let sent = writes(actions)
+        #expect(sent.first?.namespace == CastNamespace.deviceAuth)
+        #expect(DeviceAuthMessages.challengeNonce(sent.first?.payload.bytes ?? []) == vector.nonce)
+        #expect(types(Array(sent.dropFirst())) == ["CONNECT", "PING", "GET_STATUS"], "one write: nothing waits for the answer")
+        #expect(emitted(actions) == nil)
+        #expect(m.stateName == "open" && !m.isAuthenticating)
+        // The platform answers first: connected, with the check still under way.
+        let status = m.messageReceived(fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":1,"status":{}}"#),
+                                       now: at(0.1))
+        #expect(status.contains(.emit(.connected)))
+        #expect(emitted(status) == nil)
+        // Then the answer: the result, nothing else.
+        let after = m.messageReceived(answer(vector.reply), now: at(0.2))
+        let outcome = try #require(emitted(after))
+        #expect(outcome.result.isAuthenticated && outcome.admitted)
+        #expect(writes(after).isEmpty && !after.contains { if case .close = $0 { true } else { false } })
+        // A second answer means nothing.
+        #expect(emitted(m.messageReceived(answer(vector.reply), now: at(0.3))) == nil)
+        #expect(m.isConnected)
+    }
+
     @Test("report: no answer, an AuthError, a wrong nonce are published and the device is used")
     func reportUsesDevice() throws {
         for (payload, failure) in [(nil, DeviceAuthFailure.noAnswer), (DeviceAuthMessages.errorPayload(code: 2), .authError)] {
             var m = machine(.report)
-            _ = m.channelActive(now: at(0), auth: context)
+            let opened = m.channelActive(now: at(0), auth: context)
+            #expect(types(Array(writes(opened).dropFirst())) == ["CONNECT", "PING", "GET_STATUS"])
+            #expect(opened.contains(.scheduleTimer(at(5))), "the first deadline is the heartbeat's, not the check's")
+            _ = m.messageReceived(fromDevice(CastNamespace.receiver, #"{"type":"RECEIVER_STATUS","requestId":1,"status":{}}"#),
+                                  now: at(0.5))
+            // The device keeps talking (the check's deadline is not the connection's).
+            _ = m.messageReceived(fromDevice(CastNamespace.heartbeat, #"{"type":"PONG"}"#), now: at(9))
             let actions = payload.map { m.messageReceived(answer($0), now: at(1)) } ?? m.timerFired(now: at(10))
             let outcome = try #require(emitted(actions))
             #expect(outcome.result.failure == failure && outcome.admitted)
-            #expect(types(writes(actions)) == ["CONNECT", "PING", "GET_STATUS"])
+            #expect(!actions.contains { if case .close = $0 { true } else { false } })
+            #expect(m.isConnected)
         }
         var m = machine(.report)
         var other = context
@@ -122,7 +154,7 @@ import Testing
         var m = machine(.require)
         _ = m.channelActive(now: at(0), auth: context)
         #expect(m.dropConnection(.networkError("moved")) == [.close(.networkError("moved"))])
-        var n = machine(.report)
+        var n = machine(.require)
         _ = n.channelActive(now: at(0), auth: context)
         #expect(n.shutdown() == [.close(.shutdown)])
         #expect(n.isShutDown)
