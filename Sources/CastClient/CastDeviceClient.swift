@@ -121,6 +121,14 @@ public final class CastDeviceClient: Sendable {
         /// Receiver GET_STATUS, SET_VOLUME: complete when the device answered. The status of the
         /// answer reaches the caller once, as the snapshot it changed (`events`), not here too.
         public func getReceiverStatus() -> EventLoopFuture<Void> { receiver(.getStatus) }
+        /// A user's refresh: receiver GET_STATUS, and an app whose transport kept closing the
+        /// connection to it (given up after `CastSessionMachine.maximumRejoins`) is joined again.
+        public func refreshStatus() -> EventLoopFuture<Void> {
+            client.submit {
+                client.box.value.session.retryClosedTransports()
+                return client.receiverOnLoop(.getStatus)
+            }
+        }
         public func setVolume(level: Double) -> EventLoopFuture<Void> { receiver(.setVolume(level: level)) }
         public func setMuted(_ muted: Bool) -> EventLoopFuture<Void> { receiver(.setMuted(muted)) }
 

@@ -29,7 +29,8 @@ enum OperationDispatch {
     private static func request(_ operation: CastOperation, _ requests: CastDeviceClient.Requests) -> EventLoopFuture<OperationResult> {
         switch operation.kind {
         case .getReceiverStatus:
-            return done(requests.getReceiverStatus())
+            // Only a refresh asks it: an app given up on (its transport kept closing) is tried again.
+            return done(requests.refreshStatus())
         case .getMediaStatus:
             // Planned only with an app joined (else completed by the bridge without asking).
             return done(requests.media(.getStatus(mediaSessionId: nil)))

@@ -55,6 +55,44 @@ import Testing
         #expect(single(all.publishSettled("cast2mqtt/living_room_tv/command/previous", ""))?.kind == .media(.queuePrev(mediaSessionId: 1)))
     }
 
+    /// One failed load is one report (spec §6): the `load_failed` response and event, and no
+    /// `error` event for the device's IDLE / ERROR status of that same load (a real Default Media
+    /// Receiver sends one right after LOAD_FAILED, without the content); whichever comes first.
+    @Test func aFailedLoadIsReportedOnce() throws {
+        var h = Harness()
+        h.online(media: [playing(session: 4)])
+        let load = try #require(single(h.publish("cast2mqtt/living_room_tv/command/load", #"{"id": "L", "url": "http://x/a.wav"}"#)))
+        let failed = h.feed(.operationCompleted(load.token, .failure(BridgeError(.loadFailed, "the receiver could not load the media"))))
+        #expect(failed.json(responseTopic)?["error"]?["code"] == .string("load_failed"))
+        #expect(failed.events("cast2mqtt/living_room_tv/event") == ["load_failed"])
+        let echo = MediaStatus(mediaSessionId: 5, playerState: "IDLE", idleReason: "ERROR", currentTime: 0, playbackRate: 1,
+                               supportedMediaCommands: 12303)
+        let idle = h.feed(CastEvent.mediaStatus(tvID, [echo]))
+        #expect(idle.events("cast2mqtt/living_room_tv/event").isEmpty, "the failure was reported already")
+        #expect(idle.json("cast2mqtt/living_room_tv/media")?["idle_reason"] == .string("error"))
+
+        // The status first, then the answer: still one report.
+        var h2 = Harness()
+        h2.online(media: [playing(session: 4)])
+        let load2 = try #require(single(h2.publish("cast2mqtt/living_room_tv/command/load", #"{"url": "http://x/a.wav"}"#)))
+        #expect(h2.feed(CastEvent.mediaStatus(tvID, [echo])).events("cast2mqtt/living_room_tv/event").isEmpty)
+        let answer = h2.feed(.operationCompleted(load2.token, .failure(BridgeError(.loadFailed, "LOAD_FAILED"))))
+        #expect(answer.events("cast2mqtt/living_room_tv/event") == ["load_failed"])
+
+        // Playback that fails on its own later (no load of the bridge's) is an `error` event.
+        var h3 = Harness()
+        h3.online(media: [playing(session: 4)])
+        var broken = playing(session: 4, state: "IDLE")
+        broken.idleReason = "ERROR"
+        #expect(h3.feed(CastEvent.mediaStatus(tvID, [broken])).events("cast2mqtt/living_room_tv/event") == ["error"])
+        // So is one long after a failed load (the failure explains only its own status).
+        let load3 = try #require(single(h3.publish("cast2mqtt/living_room_tv/command/load", #"{"url": "http://x/b.wav"}"#)))
+        _ = h3.feed(.operationCompleted(load3.token, .failure(BridgeError(.loadFailed, "LOAD_FAILED"))))
+        h3.now = h3.now.addingTimeInterval(60)
+        _ = h3.feed(CastEvent.mediaStatus(tvID, [playing(session: 6)]))
+        #expect(h3.feed(CastEvent.mediaStatus(tvID, [broken])).events("cast2mqtt/living_room_tv/event") == ["error"])
+    }
+
     @Test func pauseNotSupported() {
         var h = Harness()
         h.online(media: [playing(commands: 0)])

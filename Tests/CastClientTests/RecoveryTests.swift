@@ -153,16 +153,26 @@ struct RecoveryTests {
             await h.log.clear()
             await h.device.dropConnections()
             #expect(await h.log.wait { $0.isConnected })
-            // The client joins the running app once, is refused (CLOSE from the transport), asks
-            // the platform what runs, sees the same session, and leaves it alone.
+            // The client joins the running app, is refused (CLOSE from the transport), asks the
+            // platform what runs, sees the same session, joins again — at most
+            // `maximumRejoins` times — and then leaves it alone (one CONNECT before the drop, one
+            // on the new connection, then the rejoins).
             #expect(await h.log.wait { $0 == .mediaStatus([]) }, "the refused session's media is gone")
+            #expect(await h.log.wait(timeout: .seconds(30)) { if case .joinFailed = $0 { true } else { false } },
+                    "the client says why it stopped trying")
             // Receiver-status round trips after the refusal: a CONNECT the client decided on from
             // what it learnt went out before the later ones, so the device has it by the last reply.
             for _ in 0..<3 { _ = try await h.client.requests.getReceiverStatus().get() }
             let transport = try #require(try await h.device.state().receiverStatus.activeApp?.transportId)
             let connects = h.device.received(namespace: CastNamespace.connection, type: "CONNECT")
                 .filter { $0.destinationID == transport }.count
-            #expect(connects <= 2, "\(connects) CONNECTs to a transport that refuses them")
+            #expect(connects <= 2 + CastSessionMachine.maximumRejoins, "\(connects) CONNECTs to a transport that refuses them")
+            // A refresh tries once more (and is refused as many times again, then gives up).
+            _ = try await h.client.requests.refreshStatus().get()
+            #expect(await waitUntil(timeout: .seconds(20)) {
+                h.device.received(namespace: CastNamespace.connection, type: "CONNECT").filter { $0.destinationID == transport }.count
+                    > connects
+            })
             #expect(await h.client.isConnected)
             // Once the device accepts again and shows another session, the client joins that one.
             await h.device.refuseAppConnections(false)

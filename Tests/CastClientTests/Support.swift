@@ -19,6 +19,8 @@ enum ClientTransition: Sendable, Hashable {
     case appSessionStarted(ReceiverApplication)
     case appSessionEnded(ReceiverApplication)
     case appMessage(namespace: String, payload: CastPayload)
+    /// The client stopped rejoining an app whose transport kept closing on it.
+    case joinFailed(String)
 }
 
 /// Collects a client's events so tests can wait for one, bounded in time.
@@ -50,6 +52,7 @@ actor EventLog {
                 if let newApp { events.append(.appSessionStarted(newApp)) }
             }
             if new.media != old.media { events.append(.mediaStatus(new.media.map { [$0] } ?? [])) }
+            if let failure = new.joinFailure, old.joinFailure != failure { events.append(.joinFailed(failure)) }
         }
     }
 

@@ -89,7 +89,7 @@ import Testing
         #expect(published(m.receiverStatus(receiver(), now: at(2))).first?.activeApp == nil)
     }
 
-    @Test func aClosedTransportIsNotJoinedAgainUntilAnotherSession() throws {
+    @Test func aClosedTransportIsJoinedAgainWhileTheReceiverStillListsItsSession() throws {
         var m = joinedAndPlaying()
         let actions = m.transportClosed("t1")
         #expect(actions.first == .forget(transport: "t1"))
@@ -97,12 +97,50 @@ import Testing
         #expect(try #require(published(actions).first).media == nil)
         #expect(m.joinedApp == nil)
         #expect(m.transportClosed("t-other").isEmpty, "only the joined transport matters")
-        // The device still shows the app: not joined again (it would CLOSE again).
-        #expect(!m.receiverStatus(receiver(dmr, level: 0.3), now: at(1)).contains(.join(transport: "t1", askMedia: true)))
         #expect(m.mediaStatus(playing(1), now: at(1)).isEmpty, "no media without a joined app")
+        // The device still lists the same session: only our virtual connection ended; joined again.
+        #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(1)).contains(.join(transport: "t1", askMedia: true)))
+        #expect(m.joinedApp?.transportId == "t1")
+        // Its media answers: followed again, and the count of closes starts over.
+        #expect(published(m.mediaStatus(playing(1), now: at(1))).first?.media?.playerState == "PLAYING")
+        for round in 1...5 {
+            _ = m.transportClosed("t1")
+            #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(2)).contains(.join(transport: "t1", askMedia: true)),
+                    "round \(round)")
+            _ = m.mediaStatus(playing(1), now: at(2))
+        }
+    }
+
+    @Test func aTransportThatKeepsClosingIsGivenUpAfterTheBoundUntilARefreshOrAnotherSession() throws {
+        var m = joinedAndPlaying()
+        var joins = 0
+        var failures: [String] = []
+        for _ in 0...(CastSessionMachine.maximumRejoins + 2) {
+            _ = m.transportClosed("t1")
+            let actions = m.receiverStatus(receiver(dmr, level: 0.3), now: at(1))
+            joins += actions.filter { $0 == .join(transport: "t1", askMedia: true) }.count
+            failures += published(actions).compactMap(\.joinFailure)
+        }
+        #expect(joins == CastSessionMachine.maximumRejoins)
+        #expect(m.joinedApp == nil)
+        #expect(failures.count == 1, "the reason is published once")
+        #expect(failures.first?.contains("closed the bridge's connection to it 4 times") == true)
+        #expect(m.current.activeApp?.sessionId == "s1", "the app is still shown, without media")
+        #expect(m.current.media == nil)
+        // A refresh tries again.
+        m.retryClosedTransports()
+        #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(2)).contains(.join(transport: "t1", askMedia: true)))
+        #expect(m.current.joinFailure == nil)
+        // Another session is joined at once.
+        for _ in 0...CastSessionMachine.maximumRejoins {
+            _ = m.transportClosed("t1")
+            _ = m.receiverStatus(receiver(dmr, level: 0.3), now: at(3))
+        }
+        #expect(m.joinedApp == nil)
         let next = ReceiverApplication(appId: CastAppID.defaultMediaReceiver, namespaces: [CastNamespace.media], sessionId: "s2",
                                        transportId: "t2")
-        #expect(m.receiverStatus(receiver(next), now: at(2)).first == .join(transport: "t2", askMedia: true))
+        #expect(m.receiverStatus(receiver(next), now: at(4)).first == .join(transport: "t2", askMedia: true))
+        #expect(m.current.joinFailure == nil)
     }
 
     @Test func offlineKeepsTheLastStateAndANewConnectionIsANewGeneration() throws {
@@ -147,6 +185,12 @@ import Testing
         #expect(published(m.multizone(.deviceRemoved(deviceId: "b"))).first?.multizone?.members.map(\.deviceId) == ["a", "c"])
         #expect(m.multizone(.deviceRemoved(deviceId: "b")).isEmpty, "removing a member twice is no change")
         #expect(m.multizone(.playbackSessionUpdated).isEmpty)
+        // Members come only from what the group says its members are: a DEVICE_UPDATED for a
+        // device it does not list (a real group sends them for itself and for other groups'
+        // members) updates nothing.
+        let stranger = MultizoneDevice(deviceId: "z", name: "Living Room Home", volume: StreamVolume(level: 0.72, muted: false))
+        #expect(m.multizone(.deviceUpdated(stranger)).isEmpty)
+        #expect(m.current.multizone?.members.map(\.deviceId) == ["a", "c"])
     }
 
     @Test func positionIsExtrapolatedWhilePlaying() {

@@ -50,6 +50,7 @@ extension BridgeCore {
         if case .load(let load) = command { loads.starting(load, on: device) }
         switch CommandPlanner.plan(command, device: device, loadedSession: loads.session(id)) {
         case .failure(let error):
+            if case .load = command { loads.abandoned(id) }
             respond(ctx, .failure(error), &out)
         case .success(.single(let kind, let timeout)):
             startOperation(id, kind, purpose: .command(ctx, command), now: now, timeout: timeout, &out)
@@ -210,6 +211,7 @@ extension BridgeCore {
         case .failure(let error):
             if case .load(let load) = command {
                 let contentId = load.load?.media.contentId ?? load.queue?.items.first?.media?.contentId
+                loads.failed(device, contentId: contentId, now: now)
                 publishDeviceEvent(device, ["type": .string("load_failed"), "content_id": .str(contentId),
                                             "error": .object(["code": .string(error.code.rawValue), "message": .string(error.message)])],
                                    now: now, &out)

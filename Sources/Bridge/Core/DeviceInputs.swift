@@ -96,6 +96,10 @@ extension BridgeCore {
             // The app's transport closed: its media session is over.
             transfers.sessionEnded(change, now: now)
         }
+        if let failure = change.joinFailed {
+            publishDeviceEvent(id, ["type": .string("error"), "message": .string(failure)], now: now, &out)
+            out.logs.append("\(device.topic): \(failure)")
+        }
         if change.mediaChanged {
             mediaChanged(change, now: now, &out)
             apply(announcements.observe(change, device: device, now: now), now: now, &out)
@@ -111,13 +115,21 @@ extension BridgeCore {
     private mutating func mediaChanged(_ change: DeviceChange, now: Date, _ out: inout BridgeOutput) {
         let id = change.id
         let media = DeviceEvents.media(change)
-        if let loaded = media.loaded { publishDeviceEvent(id, loaded, now: now, &out) }
+        if let loaded = media.loaded {
+            loads.contentStarted(id)
+            publishDeviceEvent(id, loaded, now: now, &out)
+        }
         if let contentId = media.loadedContent,
            let seen = transfers.mediaStarted(on: id, contentId: contentId, position: registry[id]?.position(at: now), now: now),
            registry[seen.from] != nil {
             apply([.transferred(from: seen.from, to: id, contentId: contentId, position: seen.position)], now: now, &out)
         }
-        if let ended = media.ended { publishDeviceEvent(id, ended, now: now, &out) }
+        if let ended = media.ended {
+            // One failed load is one report: its IDLE / ERROR status adds no `error` event.
+            let explained = ended["type"] == .string("error")
+                && loads.explainsError(id, contentId: change.newMedia?.effectiveMedia?.contentId, now: now)
+            if !explained { publishDeviceEvent(id, ended, now: now, &out) }
+        }
         if let (contentId, position) = media.interrupted {
             transfers.recordCandidate(id, contentId: contentId, position: position, now: now)
         }

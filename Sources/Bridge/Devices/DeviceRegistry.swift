@@ -60,6 +60,8 @@ struct DeviceChange: Sendable {
     /// The link and the device-auth result before the change (DeviceAuthChange).
     var oldLink: DeviceSnapshot.Link = .unknown
     var oldAuthentication: DeviceAuthResult?
+    /// Why the app's media is not followed, when that just began (the one `error` event of it).
+    var joinFailed: String?
 
     var sessionChanged: Bool { oldApp?.sessionId != newApp?.sessionId || oldApp?.appId != newApp?.appId }
     var mediaChanged: Bool { oldMedia != newMedia }
@@ -128,6 +130,7 @@ struct DeviceRegistry: Sendable {
         var change = DeviceChange(id: id, oldApp: old.activeApp, newApp: snapshot.activeApp, oldMedia: old.media,
                                   newMedia: snapshot.media, oldPosition: old.position(at: now), oldLink: old.link,
                                   oldAuthentication: old.authentication)
+        if let failure = snapshot.joinFailure, old.joinFailure == nil { change.joinFailed = failure }
         switch (old.isOnline, snapshot.isOnline) {
         case (false, true):
             let silence = record.offlineSince.map { max(0, now.timeIntervalSince($0)) }

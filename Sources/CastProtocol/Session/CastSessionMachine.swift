@@ -17,8 +17,13 @@ import Foundation
 /// - Joining: when the receiver shows an app with a transport, the machine joins it (CONNECT,
 ///   and media GET_STATUS when the app speaks the media namespace); it never launches or
 ///   reloads anything to get there.
-/// - A transport that closed on us is not joined again until the device shows another session
-///   (a device that refuses our CONNECT answers it with CLOSE; rejoining would loop).
+/// - A transport that CLOSEd on us while the receiver still lists its app (the same session) is
+///   joined again: the app still runs, only our virtual connection ended. At most
+///   `maximumRejoins` times per session (a device that refuses our CONNECT answers it with
+///   CLOSE; rejoining must not loop); then the app is shown without media and
+///   `DeviceSnapshot.joinFailure` says why, until a status request (`retryClosedTransports`,
+///   the bridge's `refresh`) or another session. A media status from the rejoined transport
+///   proves the rejoin worked and resets the count.
 /// - The media belongs to one app session: when the receiver shows another session (or none),
 ///   or the joined transport closes, the media is gone.
 /// - Offline keeps the last known receiver and media (a consumer shows the last known state);
@@ -71,7 +76,10 @@ public struct CastSessionMachine: Sendable {
         get { snapshot.joinedApp }
         set { snapshot.joinedApp = newValue }
     }
-    private var closedTransports: Set<String> = []
+    /// CLOSEs from each transport of the current session (rejoins so far).
+    private var closedTransports: [String: Int] = [:]
+    /// Rejoins of a transport that closed on us, before the machine stops trying.
+    public static let maximumRejoins = 3
     /// The media session's queue: order and item metadata (QueueMetadata.swift).
     private var queue = QueueMetadata()
 
@@ -81,6 +89,13 @@ public struct CastSessionMachine: Sendable {
 
     /// The app session joined on the current connection.
     public var joinedApp: ReceiverApplication? { joined }
+    /// Forget the transports that closed on us: the next receiver status joins its app again
+    /// (a status request asked by a user: the bridge's `refresh`).
+    public mutating func retryClosedTransports() {
+        closedTransports.removeAll()
+        snapshot.joinFailure = nil
+    }
+
     /// The media status of the joined app's session.
     public var media: MediaStatus? { snapshot.media }
     public var receiver: ReceiverStatus? { snapshot.receiver }
@@ -93,16 +108,18 @@ public struct CastSessionMachine: Sendable {
         answered = true
         joined = nil
         closedTransports.removeAll()
+        snapshot.joinFailure = nil
         snapshot.generation += 1
         return isGroup ? [.askMultizoneStatus] : []
     }
 
     /// The device-auth check of a new connection ended. An admitted device's result is published
-    /// with its first status; a refused one is offline (`unauthenticated`), published at once
+    /// with its first status, or at once when it comes later (under `report` the check runs
+    /// beside the session); a refused one is offline (`unauthenticated`), published at once
     /// when that changes anything.
     public mutating func authenticated(_ result: DeviceAuthResult, admitted: Bool) -> [Action] {
         snapshot.authentication = result
-        guard !admitted else { return [] }
+        guard !admitted else { return snapshot.link == .online ? publishIfChanged() : [] }
         answered = false
         snapshot.link = .offline(reason: .unauthenticated(result.failure ?? .malformed), silentSince: nil)
         return publishIfChanged()
@@ -131,22 +148,32 @@ public struct CastSessionMachine: Sendable {
             clearMedia()
         }
         if let app, let transport = app.transportId {
-            if !closedTransports.contains(transport) {
+            let closes = closedTransports[transport] ?? 0
+            if closes == 0 {
                 closedTransports.removeAll()
+                snapshot.joinFailure = nil
+            }
+            if closes <= Self.maximumRejoins {
                 if joined == nil {
                     actions.append(.join(transport: transport, askMedia: app.namespaces.contains(CastNamespace.media)))
                 }
                 joined = app
+            } else if snapshot.joinFailure == nil {
+                snapshot.joinFailure = "\(app.displayName ?? app.appId) closed the bridge's connection to it "
+                    + "\(closes) times; its media is not followed (refresh tries again)"
             }
         } else {
             closedTransports.removeAll()
+            snapshot.joinFailure = nil
         }
         return actions + publishIfChanged()
     }
 
     /// A MEDIA_STATUS from the joined app's transport: its first entry, nil for an empty list.
     public mutating func mediaStatus(_ status: MediaStatus?, now: Date) -> [Action] {
-        guard joined != nil else { return [] }
+        guard let transport = joined?.transportId else { return [] }
+        // The (re)joined transport answers: it is followed again.
+        if closedTransports[transport] != nil { closedTransports[transport] = 0 }
         guard let status else {
             clearMedia()
             return publishIfChanged()
@@ -221,11 +248,12 @@ public struct CastSessionMachine: Sendable {
         }
     }
 
-    /// The device CLOSEd the virtual connection of `endpoint`: when it is the joined app's, that
-    /// session is over (the platform is asked what runs now).
+    /// The device CLOSEd the virtual connection of `endpoint`: when it is the joined app's, our
+    /// connection to that session is over (its media with it); the platform is asked what runs
+    /// now, and a status that still lists the same session joins it again (bounded).
     public mutating func transportClosed(_ endpoint: String) -> [Action] {
         guard let app = joined, app.transportId == endpoint else { return [] }
-        closedTransports.insert(endpoint)
+        closedTransports[endpoint, default: 0] += 1
         joined = nil
         clearMedia()
         return [.forget(transport: endpoint)] + publishIfChanged() + [.askReceiverStatus]
@@ -256,13 +284,20 @@ public struct CastSessionMachine: Sendable {
         case .status(_, let devices, let isMultichannel, _):
             state.members = Array(devices.compactMap(bounded).prefix(Self.maximumMembers))
             state.isMultichannel = isMultichannel ?? false
-        case .deviceAdded(let device), .deviceUpdated(let device):
+        case .deviceAdded(let device):
             guard let device = bounded(device) else { return [] }
             if let index = state.members.firstIndex(where: { $0.deviceId == device.deviceId }) {
                 state.members[index] = device
             } else if state.members.count < Self.maximumMembers {
                 state.members.append(device)
             }
+        case .deviceUpdated(let device):
+            // Members come only from what the group says its members are (its status, ADDED,
+            // REMOVED): an update of a device it does not list updates nothing (real groups send
+            // them for devices of other groups and for the leader itself).
+            guard let device = bounded(device),
+                  let index = state.members.firstIndex(where: { $0.deviceId == device.deviceId }) else { return [] }
+            state.members[index] = device
         case .deviceRemoved(let id):
             state.members.removeAll { $0.deviceId == id }
         case .getStatus, .playbackSessionUpdated, .unknown:

@@ -36,6 +36,9 @@ public struct DeviceSnapshot: Sendable, Hashable {
     /// The device-auth result of the newest connection that ran the check (nil: never checked,
     /// the policy is `off`).
     public var authentication: DeviceAuthResult?
+    /// Why the running app's media is not followed: its transport closed the connection to it
+    /// more often than `CastSessionMachine.maximumRejoins` allows (nil: followed, or no app).
+    public var joinFailure: String?
 
     public init(generation: Int = 0, link: Link = .unknown, receiver: ReceiverStatus? = nil, media: MediaStatus? = nil,
                 positionAt: Date? = nil, multizone: MultizoneState? = nil, joinedApp: ReceiverApplication? = nil,
