@@ -21,6 +21,27 @@ import Testing
      "videoInfo":{"width":1920,"height":1080,"hdrType":"sdr"}}]}
     """#
 
+    /// One rule for absent strings (spec §6): `""` from a device is `null` in every document,
+    /// and an image without a URL is no image (both as real receivers send them).
+    @Test func emptyStringsAreNull() throws {
+        let text = #"{"type":"MEDIA_STATUS","status":[{"mediaSessionId":1,"playerState":"PLAYING","currentTime":1,"#
+            + #""media":{"contentId":"","contentType":"","streamType":"LIVE","metadata":{"metadataType":0,"title":"T","#
+            + #""subtitle":"","images":[{"url":""},{"url":"http://192.0.2.5/i.jpg"}]}}}]}"#
+        guard case .status(_, let statuses) = try MediaResponse.parse(.string(text)) else {
+            Issue.record("not a status"); return
+        }
+        var h = Harness()
+        let app = ReceiverApplication(appId: CastAppID.defaultMediaReceiver, displayName: "", namespaces: [CastNamespace.media],
+                                      sessionId: "s1", statusText: "", transportId: "t1")
+        let out = h.online(status: receiver(app: app), media: statuses)
+        let doc = try #require(out.json(mediaTopic))
+        #expect(doc["title"] == .string("T"))
+        for key in ["subtitle", "content_id", "content_type"] { #expect(doc[key] == .null, "\(key)") }
+        #expect(doc["images"]?.arrayValue?.map { $0["url"] } == [.string("http://192.0.2.5/i.jpg")])
+        let receiverDoc = try #require(out.json("cast2mqtt/living_room_tv/receiver"))
+        #expect(receiverDoc["status_text"] == .null && receiverDoc["app_name"] == .null)
+    }
+
     @Test func mediaDocumentFieldByField() throws {
         guard case .status(_, let statuses) = try MediaResponse.parse(.string(Self.mediaStatusJSON)) else {
             Issue.record("not a status"); return

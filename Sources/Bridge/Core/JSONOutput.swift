@@ -67,7 +67,12 @@ public func iso8601(_ date: Date) -> String {
 }
 
 extension JSONValue {
-    static func str(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+    /// A string field of a document: absent or empty is `null` (one rule for every document;
+    /// real devices send `""` where they mean "none": a subtitle, a content type, a status text).
+    static func str(_ s: String?) -> JSONValue {
+        guard let s, !s.isEmpty else { return .null }
+        return .string(s)
+    }
     static func num(_ d: Double?) -> JSONValue { d.flatMap { $0.isFinite ? JSONValue.number($0) : nil } ?? .null }
     static func int(_ i: Int?) -> JSONValue { i.map { JSONValue.number(Double($0)) } ?? .null }
     static func flag(_ b: Bool?) -> JSONValue { b.map(JSONValue.bool) ?? .null }

@@ -73,7 +73,7 @@ enum Documents {
         let state = stateWord(app: device.activeApp ?? ReceiverApplication(appId: "?"), media: status)
         var images: JSONValue = .array([])
         if let list = meta?.images {
-            images = .array(list.map { .object(["url": .string($0.url), "width": .int($0.width), "height": .int($0.height)]) })
+            images = .array(imageDocuments(list))
         }
         var queue: JSONValue = .null
         if let items = status.items, !items.isEmpty {
@@ -138,8 +138,15 @@ enum Documents {
         return .object([
             "item_id": .int(item.itemId), "content_id": .str(item.media?.contentId), "title": .str(meta?.title),
             "artist": .str(meta?.artist), "duration": .num(item.media?.duration), "autoplay": .flag(item.autoplay),
-            "images": .array((meta?.images ?? []).map { .object(["url": .string($0.url), "width": .int($0.width), "height": .int($0.height)]) }),
+            "images": .array(imageDocuments(meta?.images ?? [])),
         ])
+    }
+
+    /// Images as documents; one without a URL (real receivers send `{"url": ""}`) is no image.
+    static func imageDocuments(_ images: [CastImage]) -> [JSONValue] {
+        images.compactMap { image in
+            image.url.isEmpty ? nil : .object(["url": .string(image.url), "width": .int(image.width), "height": .int(image.height)])
+        }
     }
 
     /// One entry of `media.tracks`: `type` and `subtype` in lower case.
