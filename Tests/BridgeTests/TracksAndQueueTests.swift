@@ -175,12 +175,16 @@ import Testing
         guard case .media(.queueInsert(let r))? = single(h.publishSettled(command("queue"), #"{"insert": [{"url": "http://x/n.mp3"}], "before": "next"}"#))?.kind
         else { Issue.record("not an insert"); return }
         #expect(r.insertBefore == nil)
-        // A single LOAD is a queue of its one item.
+        // A single LOAD is a queue of its one item, and takes an insert although a real receiver
+        // lists no QUEUE_NEXT / QUEUE_PREV for it (Home Assistant's `enqueue: add`).
         var one = Harness()
-        var single = playing(commands: all)
+        var single = playing(commands: 1 | 2 | 4 | 8 | 4096)
         single.currentItemId = 1
         one.online(media: [single])
-        #expect(self.single(one.publishSettled(command("queue"), #"{"insert": [{"url": "http://x/n.mp3"}], "before": "next"}"#)) != nil)
+        guard case .media(.queueInsert(let appended))? = self.single(one.publishSettled(command("queue"),
+            #"{"insert": [{"url": "http://x/n.mp3"}], "before": "next"}"#))?.kind
+        else { Issue.record("no insert onto the single item"); return }
+        #expect(appended.insertBefore == nil && appended.items.count == 1)
     }
 
     @Test func queueErrors() {
@@ -194,12 +198,16 @@ import Testing
         }
         #expect(h.publishSettled(command("queue"), #"{"remove": [9]}"#).json(responseTopic)?["error"]?["message"]?.stringValue?
             .contains("1, 2, 3") == true, "the message lists the items there are")
-        // Bits: no queue commands at all; no shuffle; no repeat one.
+        // Bits: no queue commands at all; no shuffle; no repeat one. Next and previous follow
+        // their bits; edits do not (real receivers list QUEUE_NEXT / QUEUE_PREV only while there
+        // is a next or previous item): they go out, and a receiver without a queue says so.
         var bare = Harness()
         bare.online(media: [queue([1, 2], current: 1, commands: 1 | 2)])
-        for payload in [#"{"insert": [{"url": "http://x/n.mp3"}]}"#, #"{"remove": [2]}"#, #"{"jump": 2}"#, #"{"shuffle": true}"#,
-                        #"{"repeat": "all"}"#, #"{"jump_by": 1}"#] {
+        for payload in [#"{"shuffle": true}"#, #"{"repeat": "all"}"#, #"{"jump_by": 1}"#] {
             #expect(error(bare.publishSettled(command("queue"), payload)) == "not_supported", "\(payload)")
+        }
+        for payload in [#"{"insert": [{"url": "http://x/n.mp3"}]}"#, #"{"remove": [2]}"#, #"{"jump": 2}"#] {
+            #expect(single(bare.publishSettled(command("queue"), payload)) != nil, "\(payload)")
         }
         // No media session; an app without media.
         var idle = Harness()

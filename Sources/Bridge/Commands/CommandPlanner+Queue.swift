@@ -90,10 +90,12 @@ extension CommandPlanner {
         func unknown(_ id: Int) -> BridgeError {
             .invalid("the queue on \(device.topic) has no item \(id); its items are \(ids.prefix(50).map(String.init).joined(separator: ", "))")
         }
-        let queueBits: MediaCommands = [.queueNext, .queuePrev]
+        // Editing the queue needs no QUEUE_NEXT / QUEUE_PREV bit: real receivers list those only
+        // while a next or previous item exists, and a single LOAD is a queue of one that takes
+        // QUEUE_INSERT (Home Assistant's cast integration sends it whatever the bits say). A
+        // receiver that has no queue answers the request with its own error.
         switch command {
         case .insert(let items, let position):
-            if let e = require(queueBits, "a queue", media, device) { return .failure(e) }
             var before: Int?
             switch position {
             case .end: before = nil
@@ -108,15 +110,12 @@ extension CommandPlanner {
             }
             return .success(.queueInsert(QueueInsertRequest(mediaSessionId: session, items: items, insertBefore: before)))
         case .remove(let remove):
-            if let e = require(queueBits, "a queue", media, device) { return .failure(e) }
             if let id = remove.first(where: { !ids.contains($0) }) { return .failure(unknown(id)) }
             return .success(.queueRemove(mediaSessionId: session, itemIds: remove))
         case .reorder(let move, let before):
-            if let e = require(queueBits, "a queue", media, device) { return .failure(e) }
             if let id = (move + (before.map { [$0] } ?? [])).first(where: { !ids.contains($0) }) { return .failure(unknown(id)) }
             return .success(.queueReorder(mediaSessionId: session, itemIds: move, insertBefore: before))
         case .jump(let id):
-            if let e = require(queueBits, "a queue", media, device) { return .failure(e) }
             guard ids.contains(id) else { return .failure(unknown(id)) }
             return .success(.queueUpdate(QueueUpdateRequest(mediaSessionId: session, currentItemId: id)))
         case .jumpBy(let n):
