@@ -143,17 +143,33 @@ struct ConsumerService: Service {
 /// once when the page is off or its address cannot be bound (the bridge goes on without it:
 /// the group ignores its end); shut down last, and then at once: the server is cancelled, so an
 /// open page (its WebSocket) cannot hold the daemon's exit up.
+///
+/// The server runs in a task of its own that does not see the group's graceful shutdown, and is
+/// awaited to its end: Hummingbird answers a graceful shutdown with an unstructured task that
+/// quiesces the server later, and that task outlived `run()` — it completed a promise on the
+/// page's event loop after `Daemon.closeLoops()` had shut that loop down (SwiftNIO's "Cannot
+/// schedule tasks on an EventLoop that has already shut down", a crash in a future SwiftNIO;
+/// Tests/lifecycle). Cancelled instead, the server ends inside the awaited task.
 struct WebService: Service {
     let observers: RuntimeObservers
     let group: any EventLoopGroup
 
     func run() async {
         let (observers, group) = (self.observers, self.group)
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await observers.run(group: group) }
-            tasks.addTask { try? await gracefulShutdown() }
-            await tasks.next()
-            tasks.cancelAll()
+        // Detached: no task-local graceful-shutdown handler reaches Hummingbird; our own
+        // cancellation (at shutdown, or when the group is cancelled) is passed on.
+        let server = Task.detached { await observers.run(group: group) }
+        await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await server.value }
+                tasks.addTask { try? await gracefulShutdown() }
+                await tasks.next()
+                server.cancel()
+                tasks.cancelAll()
+                await tasks.waitForAll()
+            }
+        } onCancel: {
+            server.cancel()
         }
     }
 }
