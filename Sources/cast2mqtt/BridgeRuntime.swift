@@ -32,6 +32,10 @@ final class BridgeRuntime: Sendable {
     /// The web page and the metrics (RuntimeObservers.swift).
     let observers: RuntimeObservers
 
+    /// The web page's event loop: one thread, made when the page is first on, for the life of
+    /// the process (see `makeDaemon`).
+    static let webLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     init(configuration: BridgeConfiguration, logger: Logger, metrics: BridgeMetrics = BridgeMetrics(), logTail: LogTail = LogTail()) {
         self.configuration = configuration
         self.logger = logger
@@ -60,14 +64,14 @@ final class BridgeRuntime: Sendable {
     /// MQTT configuration the client refuses.
     func makeDaemon() throws -> Daemon {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
-        // The web server on threads of its own: `/healthz` answers 503 while the core's loop is
+        // The web server on a thread of its own: `/healthz` answers 503 while the core's loop is
         // stuck (served from that loop it could not answer at all), and a page costs the devices'
-        // loops nothing. They are NIO's process-wide loops, never shut down: the web framework
-        // releases its server (whose helper completes a promise on the server's loop) whenever its
-        // tasks are destroyed, which may be after the daemon's own loops are closed — on a loop
-        // of ours that was SwiftNIO's "Cannot schedule tasks on an EventLoop that has already
-        // shut down" at exit, a crash in a future SwiftNIO (Tests/lifecycle).
-        let webGroup: MultiThreadedEventLoopGroup? = observers.server == nil ? nil : .singleton
+        // loops nothing. Its loop lives as long as the process and is never shut down: the web
+        // framework releases its server (whose helper completes a promise on the server's loop)
+        // whenever its tasks are destroyed, which may be after the daemon's own loops are closed;
+        // on a loop we had closed that was SwiftNIO's "Cannot schedule tasks on an EventLoop that
+        // has already shut down" at exit, a crash in a future SwiftNIO (Tests/lifecycle).
+        let webGroup: MultiThreadedEventLoopGroup? = observers.server == nil ? nil : Self.webLoop
         let loops = [group]
         do {
             return try makeServices(group: group, webGroup: webGroup, loops: loops)
