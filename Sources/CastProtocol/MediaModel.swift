@@ -11,6 +11,21 @@ public struct CastImage: Codable, Sendable, Hashable {
     }
 }
 
+extension CastImage {
+    /// An element of `images`: an image object, or a plain URL string (as some receiver apps
+    /// send them).
+    struct OrURL: Decodable {
+        var image: CastImage
+        init(from decoder: any Decoder) throws {
+            if let url = try? decoder.singleValueContainer().decode(String.self) {
+                image = CastImage(url: url)
+            } else {
+                image = try CastImage(from: decoder)
+            }
+        }
+    }
+}
+
 /// `metadataType` values.
 public enum MetadataType: Int, Sendable, Hashable, CaseIterable {
     case generic = 0, movie = 1, tvShow = 2, musicTrack = 3, photo = 4, audiobookChapter = 5
@@ -107,7 +122,7 @@ public struct MediaMetadata: Codable, Sendable, Hashable {
         studio = string(.studio)
         releaseDate = string(.releaseDate)
         originalAirdate = string(.originalAirdate)
-        images = (try? c.decodeIfPresent([CastImage].self, forKey: .images)) ?? nil
+        images = ((try? c.decodeIfPresent([CastImage.OrURL].self, forKey: .images)) ?? nil)?.map(\.image)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -96,11 +96,29 @@ extension MediaMetadata {
                   episode: int("episode") ?? int("episodeNumber"),
                   trackNumber: int("trackNumber"), discNumber: int("discNumber"), studio: string("studio"),
                   releaseDate: string("releaseDate"), originalAirdate: string("originalAirdate"),
-                  images: o["images"].strictArray { CastImage(parsed: $0, doubt) }.lenient)
+                  images: CastImage.parsedList(o["images"], doubt))
     }
 }
 
 extension CastImage {
+    /// `images`: objects, or plain URL strings as some receiver apps send them (a Pandora status
+    /// in the real-devices corpus); nil when absent or when any element is neither.
+    static func parsedList(_ value: JSONValue?, _ doubt: ParseDoubt) -> [CastImage]? {
+        guard case .array(let items)? = value else { return nil }
+        var out: [CastImage] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            switch item {
+            case .string(let url): out.append(CastImage(url: url))
+            case .object(let fields):
+                guard let image = CastImage(parsed: fields, doubt) else { return nil }
+                out.append(image)
+            default: return nil
+            }
+        }
+        return out
+    }
+
     init?(parsed o: [String: JSONValue], _ doubt: ParseDoubt) {
         guard case .value(let url) = o["url"].strictString(), let width = take(o["width"].strictInt(doubt)),
               let height = take(o["height"].strictInt(doubt)) else { return nil }

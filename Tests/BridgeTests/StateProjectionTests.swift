@@ -40,6 +40,19 @@ import Testing
         #expect(doc["images"]?.arrayValue?.map { $0["url"] } == [.string("http://192.0.2.5/i.jpg")])
         let receiverDoc = try #require(out.json("cast2mqtt/living_room_tv/receiver"))
         #expect(receiverDoc["status_text"] == .null && receiverDoc["app_name"] == .null)
+        // Media without a content id that plays is loaded content (media_loaded, content_id null).
+        #expect(out.events(eventTopic).contains("media_loaded"))
+        let loaded = out.on(eventTopic).compactMap(json).first { $0["type"] == .string("media_loaded") }
+        #expect(loaded?["content_id"] == .null && loaded?["title"] == .string("T"))
+    }
+
+    /// A duration of 0 is how receivers say "unknown": `null`.
+    @Test func aZeroDurationIsUnknown() throws {
+        var status = playing()
+        status.media?.duration = 0
+        var h = Harness()
+        let doc = try #require(h.online(media: [status]).json(mediaTopic))
+        #expect(doc["duration"] == .null)
     }
 
     @Test func mediaDocumentFieldByField() throws {

@@ -104,9 +104,24 @@ import Testing
             #"{"type":"MEDIA_STATUS","playerState":7,"mediaSessionId":1}"#,
             #"{"type":"MEDIA_STATUS","playerState":"PLAYING","mediaSessionId":"x"}"#,
             #"{"responseType":"MEDIA_STATUS","status":[{"playerState":"PLAYING"}]}"#,
+            #"{"type":"MEDIA_STATUS","status":[{"media":{"metadata":{"images":["http://img.jpg",{"url":"u","width":1}]}}}]}"#,
+            #"{"type":"MEDIA_STATUS","status":[{"media":{"metadata":{"images":["a",7]}}}]}"#,
+            #"{"type":"MEDIA_STATUS","status":[{"media":{"metadata":{"images":[{"url":5}]}}}]}"#,
         ] {
             agree(text)
         }
+    }
+
+    /// Images as plain URL strings (Pandora's receiver sends them so) are images with that URL.
+    @Test func imagesAsPlainStrings() throws {
+        let text = #"{"type":"MEDIA_STATUS","status":[{"playerState":"PLAYING","media":{"contentId":"c","metadata":{"#
+            + #""metadataType":3,"title":"T","images":["http://img.jpg",{"url":"http://b.jpg","width":10,"height":20}]}}}]}"#
+        guard case .status(_, let list) = try MediaResponse.parse(.string(text)) else {
+            Issue.record("not a status")
+            return
+        }
+        #expect(list.first?.media?.metadata?.images == [CastImage(url: "http://img.jpg"), CastImage(url: "http://b.jpg", width: 10, height: 20)])
+        agree(text)
     }
 
     /// A MEDIA_STATUS with its fields at the top level (SiriusXM's receiver sent one: spec §6)

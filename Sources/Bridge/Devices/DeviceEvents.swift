@@ -42,10 +42,15 @@ enum DeviceEvents {
         let old = change.oldMedia
         let contentId = new.effectiveMedia?.contentId ?? ""
         let oldContent = old?.effectiveMedia?.contentId ?? ""
-        if new.isActive, old?.mediaSessionId != new.mediaSessionId || oldContent != contentId {
-            result.loaded = ["type": .string("media_loaded"), "content_id": .string(contentId),
+        // Media that plays is loaded content, also when the app names no content id (real
+        // receivers send `"contentId": ""` for streams of their own): then its media session says
+        // it is new, and no transfer can recognise it.
+        let playing = ["PLAYING", "PAUSED", "BUFFERING"].contains(new.playerState ?? "")
+        let anonymous = contentId.isEmpty && playing && new.mediaSessionId != nil && new.effectiveMedia != nil
+        if new.isActive || anonymous, old?.mediaSessionId != new.mediaSessionId || oldContent != contentId {
+            result.loaded = ["type": .string("media_loaded"), "content_id": .str(contentId),
                              "title": .str(new.effectiveMedia?.metadata?.title), "media_session_id": .int(new.mediaSessionId)]
-            result.loadedContent = contentId
+            if !contentId.isEmpty { result.loadedContent = contentId }
         }
         let becameIdle = new.playerState == "IDLE" && (old?.playerState != "IDLE" || old?.idleReason != new.idleReason)
         guard becameIdle else { return result }

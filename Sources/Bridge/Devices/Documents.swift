@@ -106,7 +106,7 @@ enum Documents {
             "content_url": .str(info?.contentUrl),
             "content_type": .str(info?.contentType),
             "stream_type": .str(info?.streamType?.lowercased()),
-            "duration": .num(info?.duration),
+            "duration": .num(info?.duration.flatMap { $0 > 0 ? $0 : nil }),
             "position": .num(position ?? status.currentTime),
             "position_updated_at": .time(positionAt ?? device.snapshot.positionAt),
             "playback_rate": .num(status.playbackRate),
@@ -137,7 +137,8 @@ enum Documents {
         let meta = item.media?.metadata
         return .object([
             "item_id": .int(item.itemId), "content_id": .str(item.media?.contentId), "title": .str(meta?.title),
-            "artist": .str(meta?.artist), "duration": .num(item.media?.duration), "autoplay": .flag(item.autoplay),
+            "artist": .str(meta?.artist), "duration": .num(item.media?.duration.flatMap { $0 > 0 ? $0 : nil }),
+            "autoplay": .flag(item.autoplay),
             "images": .array(imageDocuments(meta?.images ?? [])),
         ])
     }
