@@ -88,7 +88,7 @@ def check_strict_typing() -> None:
     config = (ROOT / "mypy.ini").read_text()
     assert re.search(r"^strict\s*=\s*true", config, re.M), "mypy.ini: strict = true"
     assert re.search(r"^files\s*=\s*custom_components/cast2mqtt\s*$", config, re.M), "mypy.ini: the whole integration"
-    assert re.search(r'ha_run_in "\$HA_E2E_VERSION" python -m mypy', scripts_test()), "scripts/test runs mypy"
+    assert re.search(r'ha_(loopback_)?run(_in)? "\$HA_E2E_VERSION" python -m mypy', scripts_test()), "scripts/test runs mypy"
     assert "hass: Any" not in all_code()
 
 
