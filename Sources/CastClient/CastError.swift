@@ -61,6 +61,8 @@ public struct CastError: Error, Sendable, Hashable, CustomStringConvertible {
         case .connectionLost: self.init(.connectionLost, failure.description)
         case .shuttingDown: self.init(.shuttingDown, failure.description)
         case .payloadTooLarge: self.init(.payloadTooLarge, failure.description)
+        case .endpointClosed:
+            self.init(.noApp, "the running app closed the bridge's connection to it before answering (refresh tries again)")
         }
     }
 

@@ -161,6 +161,14 @@ where Instant.Duration == Duration, Instant: Sendable {
                     return actions + beginClosing(session, attempt: attempt, .closedByDevice)
                 }
                 session.endpoints.remove(message.sourceID)
+                // What waits for an answer from there will not get one: it fails now, not at its
+                // deadline (one clear answer, at once).
+                var closed: [Int] = []
+                for (id, request) in session.pending where request.endpoint == message.sourceID { closed.append(id) }
+                closed.sort()
+                for id in closed { session.pending[id] = nil }
+                let visible = closed.filter { session.internalRequests.remove($0) == nil }
+                if !visible.isEmpty { actions.append(.failRequests(ids: visible, failure: .endpointClosed)) }
                 actions.append(.emit(.virtualConnectionClosed(endpoint: message.sourceID)))
             }
             return actions

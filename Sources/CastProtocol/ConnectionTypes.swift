@@ -83,6 +83,9 @@ public enum CastRequestFailure: Error, Sendable, Hashable, CustomStringConvertib
     case notConnected
     case connectionLost
     case shuttingDown
+    /// The app's transport CLOSEd our virtual connection before answering (a device that does
+    /// not let this sender in, or an app that dropped us).
+    case endpointClosed
     /// The message would be `bytes` long: over the 64 KiB frame limit (nothing was sent).
     case payloadTooLarge(bytes: Int)
 
@@ -93,6 +96,7 @@ public enum CastRequestFailure: Error, Sendable, Hashable, CustomStringConvertib
         case .notConnected: return "the device is not connected"
         case .connectionLost: return "the connection to the device was lost"
         case .shuttingDown: return "the client is shutting down"
+        case .endpointClosed: return "the app closed the connection to it before answering"
         }
     }
 }

@@ -239,6 +239,10 @@ struct ControlRouter: Sendable {
             await device.setReplyLatency(ms.map { .milliseconds(Int64(max(0, min($0, 60_000)))) })
         case "volume_after_reply":
             await device.changeVolumeAfterReplies(to: json["level"]?.doubleValue)
+        case "refuse_app_connections":
+            // CONNECTs to the running app's transport are answered with CLOSE (a device that does
+            // not let this sender in): {"enabled": true|false}.
+            await device.refuseAppConnections(json["enabled"]?.boolValue ?? true)
         case "pings_only":
             await device.answerPingsOnly(json["enabled"]?.boolValue ?? true)
         case "garbage": await device.sendGarbageFrame()

@@ -224,6 +224,21 @@ private func openMachine(_ configuration: CastConnectionConfiguration = .init())
         #expect(machine.connectedEndpoints == ["receiver-0"])
     }
 
+    /// A request to an app that then CLOSEs our connection fails at once (not at its deadline);
+    /// requests elsewhere wait on.
+    @Test func closeFromAppFailsWhatWaitsForItAtOnce() throws {
+        var machine = openMachine()
+        let toApp = try machine.sendRequest(namespace: CastNamespace.media, destination: "app-1", now: at(1)) {
+            .string(MediaRequest.getStatus(mediaSessionId: nil).json(requestId: $0))
+        }
+        let toReceiver = try machine.sendRequest(namespace: CastNamespace.receiver, destination: "receiver-0", now: at(1)) {
+            .string(ReceiverRequest.getStatus.json(requestId: $0))
+        }
+        let actions = machine.messageReceived(fromDevice(CastNamespace.connection, #"{"type":"CLOSE"}"#, source: "app-1"), now: at(2))
+        #expect(actions == [.failRequests(ids: [toApp.id], failure: .endpointClosed), .emit(.virtualConnectionClosed(endpoint: "app-1"))])
+        #expect(machine.pendingRequestIDs == [toReceiver.id])
+    }
+
     @Test func closeFromPlatformDropsConnection() {
         var machine = openMachine()
         let actions = machine.messageReceived(fromDevice(CastNamespace.connection, #"{"type":"CLOSE"}"#), now: at(2))
