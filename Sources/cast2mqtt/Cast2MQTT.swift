@@ -80,6 +80,8 @@ extension Cast2MQTT {
         @OptionGroup var options: CommonOptions
 
         func run() async throws {
+            // First: a SIGTERM while the daemon is still starting is an orderly shutdown too.
+            let signals = ShutdownSignals()
             var config = try options.effective(try options.load())
             let tail = LogTail()
             let logger = try options.logger(for: config, tail: config.web.enabled ? tail : nil)
@@ -104,17 +106,21 @@ extension Cast2MQTT {
             let daemon = try runtime.makeDaemon()
             // Web, MQTT, the consumer, discovery: started together, stopped in the reverse order
             // (Services.swift).
+            // SIGTERM and SIGINT reach the group through `signals` (caught since the start).
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: daemon.services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
+                gracefulShutdownSignals: [],
                 logger: logger))
+            signals.attach(group)
             do {
                 try await group.run()
             } catch {
                 await daemon.closeLoops()
+                signals.detach()
                 throw error
             }
             await daemon.closeLoops()
+            signals.detach()
         }
     }
 
