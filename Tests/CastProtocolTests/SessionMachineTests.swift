@@ -94,15 +94,17 @@ import Testing
         let actions = m.transportClosed("t1")
         #expect(actions.first == .forget(transport: "t1"))
         #expect(actions.last == .askReceiverStatus)
-        #expect(try #require(published(actions).first).media == nil)
+        #expect(try #require(published(actions).first).media?.playerState == "PLAYING", "the last known media stays meanwhile")
         #expect(m.joinedApp == nil)
         #expect(m.transportClosed("t-other").isEmpty, "only the joined transport matters")
-        #expect(m.mediaStatus(playing(1), now: at(1)).isEmpty, "no media without a joined app")
+        #expect(m.mediaStatus(playing(11), now: at(1)).isEmpty, "no media from a transport that is not joined")
         // The device still lists the same session: only our virtual connection ended; joined again.
         #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(1)).contains(.join(transport: "t1", askMedia: true)))
         #expect(m.joinedApp?.transportId == "t1")
-        // Its media answers: followed again, and the count of closes starts over.
-        #expect(published(m.mediaStatus(playing(1), now: at(1))).first?.media?.playerState == "PLAYING")
+        // Its media answers: followed again (the same media session: no new one), and the count
+        // of closes starts over.
+        _ = m.mediaStatus(playing(12, state: "PAUSED"), now: at(2))
+        #expect(m.current.media?.playerState == "PAUSED" && m.current.media?.mediaSessionId == 1)
         for round in 1...5 {
             _ = m.transportClosed("t1")
             #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(2)).contains(.join(transport: "t1", askMedia: true)),
@@ -126,7 +128,7 @@ import Testing
         #expect(failures.count == 1, "the reason is published once")
         #expect(failures.first?.contains("closed the bridge's connection to it 4 times") == true)
         #expect(m.current.activeApp?.sessionId == "s1", "the app is still shown, without media")
-        #expect(m.current.media == nil)
+        #expect(m.current.media == nil, "given up: the media is gone")
         // A refresh tries again.
         m.retryClosedTransports()
         #expect(m.receiverStatus(receiver(dmr, level: 0.3), now: at(2)).contains(.join(transport: "t1", askMedia: true)))

@@ -25,7 +25,8 @@ import Foundation
 ///   the bridge's `refresh`) or another session. A media status from the rejoined transport
 ///   proves the rejoin worked and resets the count.
 /// - The media belongs to one app session: when the receiver shows another session (or none),
-///   or the joined transport closes, the media is gone.
+///   or the machine gives up rejoining its transport, the media is gone (while a closed
+///   transport is joined again it stays, as the last known state).
 /// - Offline keeps the last known receiver and media (a consumer shows the last known state);
 ///   a new connection starts a new generation and replaces them as the device answers.
 public struct CastSessionMachine: Sendable {
@@ -159,6 +160,7 @@ public struct CastSessionMachine: Sendable {
                 }
                 joined = app
             } else if snapshot.joinFailure == nil {
+                clearMedia()
                 snapshot.joinFailure = "\(app.displayName ?? app.appId) closed the bridge's connection to it "
                     + "\(closes) times; its media is not followed (refresh tries again)"
             }
@@ -255,7 +257,9 @@ public struct CastSessionMachine: Sendable {
         guard let app = joined, app.transportId == endpoint else { return [] }
         closedTransports[endpoint, default: 0] += 1
         joined = nil
-        clearMedia()
+        // The media stays, as the last known state, while the platform is asked what runs: the
+        // same session joined again brings its media status (no flicker to idle, no second
+        // media_loaded); another session, none, or giving up clears it.
         return [.forget(transport: endpoint)] + publishIfChanged() + [.askReceiverStatus]
     }
 
