@@ -42,32 +42,19 @@ enum HeaderScanner {
             do {
                 skipSpace()
                 try expect(UInt8(ascii: "{"))
-                var type: String?
-                var typeSeen = false
-                var responseType: String?
-                var responseTypeSeen = false
+                // nil: the key was not there; .some(nil): there, but not a plain string.
+                var type: String??
+                var responseType: String??
                 var requestId: IDValue?
                 var launchRequestId: IDValue?
                 try members(keys: .plain) { (scanner: inout Scanner, key: Range<Int>?) throws(Unsure) in
                     guard let key else { throw Unsure() }
                     if scanner.equals(key, "type") {
-                        guard !typeSeen else { throw Unsure() }
-                        typeSeen = true
-                        if scanner.peek() == UInt8(ascii: "\"") {
-                            let value = try scanner.plainString()
-                            type = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[value]), as: UTF8.self)
-                        } else {
-                            try scanner.skipValue(depth: 1)
-                        }
+                        guard type == nil else { throw Unsure() }
+                        type = .some(try scanner.kindValue())
                     } else if scanner.equals(key, "responseType") {
-                        guard !responseTypeSeen else { throw Unsure() }
-                        responseTypeSeen = true
-                        if scanner.peek() == UInt8(ascii: "\"") {
-                            let value = try scanner.plainString()
-                            responseType = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[value]), as: UTF8.self)
-                        } else {
-                            try scanner.skipValue(depth: 1)
-                        }
+                        guard responseType == nil else { throw Unsure() }
+                        responseType = .some(try scanner.kindValue())
                     } else if scanner.equals(key, "requestId") {
                         guard requestId == nil else { throw Unsure() }
                         requestId = try scanner.idValue()
@@ -84,7 +71,7 @@ enum HeaderScanner {
                 if case .value(let value)? = requestId { id = value }
                 if id == nil, case .value(let value)? = launchRequestId { id = value }
                 // `responseType` names the kind only when there is no `type` key at all.
-                return .header(CastPayloadHeader(type: typeSeen ? type : responseType, requestId: id))
+                return .header(CastPayloadHeader(type: type ?? responseType ?? nil, requestId: id))
             } catch {
                 return nil
             }
@@ -121,6 +108,16 @@ enum HeaderScanner {
                 if next == close { return }
                 guard next == UInt8(ascii: ",") else { throw Unsure() }
             }
+        }
+
+        /// The value of `type` / `responseType`: a plain string, else nil (the value skipped).
+        mutating func kindValue() throws(Unsure) -> String? {
+            guard peek() == UInt8(ascii: "\"") else {
+                try skipValue(depth: 1)
+                return nil
+            }
+            let value = try plainString()
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[value]), as: UTF8.self)
         }
 
         func peek() -> UInt8? { at < bytes.count ? bytes[at] : nil }

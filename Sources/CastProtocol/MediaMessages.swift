@@ -273,11 +273,11 @@ public enum MediaResponse: Sendable, Hashable {
         switch header.type {
         case "MEDIA_STATUS":
             if parsedStatus, let list = parsedStatusList(text) { return .status(requestId: header.requestId ?? 0, list) }
-            if case .object(let top)? = try? CastJSON.decode(JSONValue.self, from: text), isTopLevelStatus(top) {
+            let wire = (try? CastJSON.decode(StatusWire.self, from: text)) ?? StatusWire(status: nil)
+            if wire.status == nil, case .object(let top)? = try? CastJSON.decode(JSONValue.self, from: text), isTopLevelStatus(top) {
                 let entry = try? CastJSON.decode(MediaStatus.self, from: text)
                 return .status(requestId: header.requestId ?? 0, entry.map { [$0] } ?? [])
             }
-            let wire = (try? CastJSON.decode(StatusWire.self, from: text)) ?? StatusWire(status: nil)
             return .status(requestId: header.requestId ?? 0, wire.status ?? [])
         case "SESSION_STATE":
             let wire = (try? CastJSON.decode(StateWire.self, from: text)) ?? StateWire(sessionState: nil)

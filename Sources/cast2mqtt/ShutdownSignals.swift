@@ -10,29 +10,28 @@ import Synchronization
 /// that comes early is remembered and shuts the group down gracefully as soon as it runs; one
 /// that comes later does what the group's own handler did.
 ///
-/// `@unchecked Sendable`: the signal sources are made in `init` and never changed (dispatch
-/// calls their handlers on its queue); the mutable part is behind a `Mutex`.
-final class ShutdownSignals: @unchecked Sendable {
+/// The sources live behind a `Mutex` too (they are made in `init` and only cancelled in
+/// `deinit`); the triggered shutdown is the group's own, awaited by its `run()`.
+final class ShutdownSignals: Sendable {
     private let state = Mutex<(requested: Bool, group: ServiceGroup?)>((false, nil))
-    private let sources: [any DispatchSourceSignal]
+    private let sources: Mutex<[any DispatchSourceSignal]>
 
     init(signals: [Int32] = [SIGTERM, SIGINT]) {
         // Ignored by the process, so that only the sources see them (as ServiceLifecycle does).
         for number in signals { signal(number, SIG_IGN) }
-        var made: [any DispatchSourceSignal] = []
-        for number in signals {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            made.append(source)
-        }
-        sources = made
-        for source in sources {
-            source.setEventHandler { [weak self] in self?.received() }
-            source.resume()
+        sources = Mutex(signals.map { DispatchSource.makeSignalSource(signal: $0, queue: .global()) })
+        sources.withLock { made in
+            for source in made {
+                source.setEventHandler { [weak self] in self?.received() }
+                source.resume()
+            }
         }
     }
 
     deinit {
-        for source in sources { source.cancel() }
+        sources.withLock { made in
+            for source in made { source.cancel() }
+        }
     }
 
     /// True once a signal came.

@@ -21,12 +21,13 @@ Assistant); this module re-exports them, so tests import from `harness` alone.
 
 from __future__ import annotations
 
-from harness_base import (CAST2MQTT, CAST_SIM, CLIENT_ID, HA_VENV, HASS, ROOT, Process, free_port,
-                          missing_requirements, python_ok, wait_for)
+from harness_base import (CAST2MQTT, CAST_SIM, CLIENT_ID, HA_VENV, HASS, ROOT, Process, free_port, missing_bridge,
+                          missing_requirements, need, python_ok, wait_for)
 from harness_cast import KITCHEN, LIVING_ROOM, Bridge, CastSim, FileServer, yaml_value
 from harness_ha import HomeAssistant, log_problems, log_records
 from harness_mqtt import Mosquitto, MQTTObserver, TCPProxy
 
 __all__ = ["CAST2MQTT", "CAST_SIM", "CLIENT_ID", "HA_VENV", "HASS", "KITCHEN", "LIVING_ROOM", "ROOT", "Bridge",
            "CastSim", "FileServer", "HomeAssistant", "Mosquitto", "MQTTObserver", "Process", "TCPProxy", "free_port",
-           "log_problems", "log_records", "missing_requirements", "python_ok", "wait_for", "yaml_value"]
+           "log_problems", "log_records", "missing_bridge", "missing_requirements", "need", "python_ok", "wait_for",
+           "yaml_value"]

@@ -108,6 +108,26 @@ def python_ok() -> bool:
     return True
 
 
+def missing_bridge() -> str | None:
+    """Why a suite that runs the daemon, cast-sim and mosquitto cannot run here, or None."""
+    for path in (CAST2MQTT, CAST_SIM):
+        if not os.access(path, os.X_OK):
+            return f"{path} is missing (scripts/test builds it; or set CAST2MQTT_BIN / CAST_SIM)"
+    if shutil.which("mosquitto") is None:
+        return "mosquitto is not installed"
+    return None
+
+
+def need(reason: str | None) -> None:
+    """Skips for `reason`, or fails under CI (CI=true: a missing service is a failure)."""
+    if reason:
+        import pytest
+
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
 def missing_requirements() -> str | None:
     """Why the Home Assistant end-to-end tests cannot run here, or None."""
     if not python_ok():

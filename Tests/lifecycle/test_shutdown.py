@@ -20,7 +20,6 @@ import os
 import pathlib
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
@@ -34,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "Tests/homeassistant"))
 
 import harness  # noqa: E402
-from harness import CastSim, Mosquitto, MQTTObserver, Process, free_port, wait_for  # noqa: E402
+from harness import CastSim, Mosquitto, MQTTObserver, Process, free_port, missing_bridge, need, wait_for  # noqa: E402
 
 ROUNDS = int(os.environ.get("CAST2MQTT_SHUTDOWN_ROUNDS", "50"))
 DEVICES = [(f"Load {n}", f"0123456789abcdef0123456789ab{n:04x}") for n in range(24)]
@@ -47,22 +46,9 @@ FORBIDDEN = [
 ]
 
 
-def _missing() -> str | None:
-    for path in (harness.CAST2MQTT, harness.CAST_SIM):
-        if not os.access(path, os.X_OK):
-            return f"{path} is missing (scripts/test builds it)"
-    if shutil.which("mosquitto") is None:
-        return "mosquitto is not installed"
-    return None
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    need(missing_bridge())
     workdir = tmp_path_factory.mktemp("shutdown")
     broker = Mosquitto(workdir)
     sim = CastSim(workdir, DEVICES)

@@ -7,9 +7,7 @@ fail."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import shutil
 import sys
 
 import pytest
@@ -18,8 +16,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "Tests/homeassistant"))
 
-import harness  # noqa: E402
-from harness import Bridge, CastSim, Mosquitto, MQTTObserver, wait_for  # noqa: E402
+from harness import Bridge, CastSim, Mosquitto, MQTTObserver, missing_bridge, need, wait_for  # noqa: E402
 
 import corpus  # noqa: E402
 from runner import Env  # noqa: E402
@@ -58,22 +55,9 @@ class Recorder(MQTTObserver):
             return [payload for t, payload in self.log[mark:] if t == topic]
 
 
-def _missing() -> str | None:
-    for path in (harness.CAST2MQTT, harness.CAST_SIM):
-        if not os.access(path, os.X_OK):
-            return f"{path} is missing (scripts/test builds it; or set CAST2MQTT_BIN / CAST_SIM)"
-    if shutil.which("mosquitto") is None:
-        return "mosquitto is not installed"
-    return None
-
-
 @pytest.fixture(scope="session")
 def requirements() -> None:
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    need(missing_bridge())
 
 
 @pytest.fixture(scope="session")

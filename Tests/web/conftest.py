@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "Tests/homeassistant"))
 
 import harness  # noqa: E402
-from harness import Bridge, CastSim, Mosquitto, MQTTObserver, free_port, wait_for  # noqa: E402
+from harness import Bridge, CastSim, Mosquitto, MQTTObserver, free_port, need, wait_for  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 
@@ -41,25 +41,15 @@ ID = {name: device_id for name, device_id in DEVICES}
 
 
 def _missing() -> str | None:
-    for path in (harness.CAST2MQTT, harness.CAST_SIM):
-        if not os.access(path, os.X_OK):
-            return f"{path} is missing (scripts/test builds it)"
+    if reason := harness.missing_bridge():
+        return reason
     if not os.access(CHROMIUM, os.X_OK):
         return "chromium is not installed (scripts/test installs Debian's chromium)"
-    if shutil.which("mosquitto") is None:
-        return "mosquitto is not installed"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         return "playwright is not installed (pip install -r Tests/web/requirements.txt)"
     return None
-
-
-def need(reason: str | None) -> None:
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

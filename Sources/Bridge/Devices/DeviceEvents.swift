@@ -45,7 +45,11 @@ enum DeviceEvents {
         // Media that plays is loaded content, also when the app names no content id (real
         // receivers send `"contentId": ""` for streams of their own): then its media session says
         // it is new, and no transfer can recognise it.
-        let playing = ["PLAYING", "PAUSED", "BUFFERING"].contains(new.playerState ?? "")
+        let playing: Bool
+        switch new.playerState {
+        case "PLAYING", "PAUSED", "BUFFERING": playing = true
+        default: playing = false
+        }
         let anonymous = contentId.isEmpty && playing && new.mediaSessionId != nil && new.effectiveMedia != nil
         if new.isActive || anonymous, old?.mediaSessionId != new.mediaSessionId || oldContent != contentId {
             result.loaded = ["type": .string("media_loaded"), "content_id": .str(contentId),
