@@ -25,6 +25,7 @@ from .const import (
 )
 from .device_link import ONE_OWNER, async_relink_all
 from .duplicates import async_restore_all, async_setup as async_setup_duplicates
+from .lovelace import async_remove_user
 from .services import async_setup_services
 
 _LOGGER = logging.getLogger(__name__)
@@ -79,8 +80,11 @@ async def async_unload_entry(hass: HomeAssistant, entry: Cast2MqttConfigEntry) -
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: ConfigEntry) -> None:
-    """The entry is gone: the MQTT controls it disabled as duplicates are enabled again."""
+    """The entry is gone: the MQTT controls it disabled as duplicates are enabled again. With the
+    last entry the system user that displays log in as goes too (lovelace.py)."""
     async_restore_all(hass, entry.entry_id)
+    if not any(other.entry_id != entry.entry_id for other in hass.config_entries.async_entries(DOMAIN)):
+        await async_remove_user(hass)
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:

@@ -62,6 +62,7 @@ SERVICE_TRANSFER: Final = "transfer"
 SERVICE_SET_PLAYBACK_RATE: Final = "set_playback_rate"
 SERVICE_LAUNCH: Final = "launch"
 SERVICE_SEND_MESSAGE: Final = "send_message"
+SERVICE_SHOW_LOVELACE_VIEW: Final = "show_lovelace_view"
 
 ATTR_TO: Final = "to"
 ATTR_KEEP_SOURCE: Final = "keep_source"
@@ -71,6 +72,13 @@ ATTR_NAMESPACE: Final = "namespace"
 ATTR_DATA: Final = "data"
 ATTR_REPLY: Final = "reply"
 ATTR_TIMEOUT: Final = "timeout"
+ATTR_VIEW_PATH: Final = "view_path"
+ATTR_DASHBOARD_PATH: Final = "dashboard_path"
+ATTR_KEEP: Final = "keep"
+ATTR_WHEN: Final = "when"
+ATTR_YIELD_SECONDS: Final = "yield_seconds"
+ATTR_SILENT: Final = "silent"
+ATTR_HASS_URL: Final = "hass_url"
 
 # Where the loaded media players are found by the integration's actions (entity id -> player).
 DATA_PLAYERS: HassKey[dict[str, Cast2MqttMediaPlayer]] = HassKey(f"{DOMAIN}_players")

@@ -16,7 +16,10 @@ from .repairs import CLOCK_SKEW_LIMIT, missing_features
 if TYPE_CHECKING:
     from . import Cast2MqttConfigEntry
 
-REDACTED_KEYS = {"custom_data", "session_id", "credentials", "token", "password", "address"}
+# `refresh_token` / `refreshToken`: the login show_lovelace_view hands to a display (never in a
+# document the bridge publishes; redacted should one ever carry it).
+REDACTED_KEYS = {"custom_data", "session_id", "credentials", "token", "password", "address",
+                 "refresh_token", "refreshToken"}
 # A URL's query, wherever a URL appears (content ids, images, a receiver's status text).
 _URL_QUERY = re.compile(r"((?:https?|rtsp)://[^\s?#\"']+)\?[^\s#\"']*", re.IGNORECASE)
 

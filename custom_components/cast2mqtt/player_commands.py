@@ -19,7 +19,7 @@ from homeassistant.components.media_player.const import (
 )
 from homeassistant.core import ServiceResponse
 
-from . import enqueue as enqueueing, media, playlist
+from . import enqueue as enqueueing, lovelace, media, playlist
 from .const import (
     ANNOUNCE_CLIP_LIMIT,
     ANNOUNCE_DEADLINE,
@@ -281,3 +281,8 @@ class PlayerCommands(PlayerState):
             if "encoding" in result:
                 response["encoding"] = result["encoding"]
         return response
+
+    async def async_show_lovelace_view(self, request: lovelace.ViewRequest) -> None:
+        """`cast2mqtt.show_lovelace_view`: once, or kept on the display by the bridge."""
+        record = self._record
+        await lovelace.async_show(self.hass, self._command, record.name if record else self.entity_id, request)

@@ -137,7 +137,7 @@ async def test_the_platform_entity_service_api_is_used_where_it_exists(
     assert await hass.config_entries.async_setup(entry.entry_id)
     publish_bridge(hass, state="playing", media=PLAYING)
     await hass.async_block_till_done()
-    assert set(registered) == {"transfer", "set_playback_rate", "launch", "send_message"}
+    assert set(registered) == {"transfer", "set_playback_rate", "launch", "send_message", "show_lovelace_view"}
     assert {r["entity_domain"] for r in registered.values()} == {"media_player"}
     assert registered["transfer"]["supports_response"] == SupportsResponse.OPTIONAL
     task = hass.async_create_task(hass.services.async_call(
