@@ -10,9 +10,24 @@ import Testing
     let keepTopic = "cast2mqtt/living_room_tv/keep"
     let backdrop = ReceiverApplication(appId: "E8C28D3C", displayName: "Backdrop", isIdleScreen: true,
                                        namespaces: ["urn:x-cast:com.google.cast.debugoverlay"], sessionId: "idle", transportId: "idle")
-    func dashcast(_ session: String) -> ReceiverApplication {
+    func dashcast(_ session: String, ready: Bool = true) -> ReceiverApplication {
         ReceiverApplication(appId: KeepReceiver.dashcastApp, displayName: "DashCast", namespaces: [KeepReceiver.dashcastNamespace],
-                            sessionId: session, statusText: "DashCast", transportId: session)
+                            sessionId: session, statusText: ready ? "Application ready" : "Application is starting", transportId: session)
+    }
+    func launches(_ out: BridgeOutput) -> [String] {
+        out.operations.compactMap { if case .launch(let app) = $0.kind { return app } else { return nil } }
+    }
+    /// Launches DashCast (the keep's operation `launch`), the receiver starting then ready, the
+    /// page sent: the keep shows.
+    @discardableResult
+    func launchDashCast(_ h: inout Harness, _ launch: CastOperation, session: String) throws -> BridgeOutput {
+        var out = h.complete(launch, .receiverStatus(receiver(app: dashcast(session, ready: false))))
+        #expect(sends(out).isEmpty, "not before the receiver is ready")
+        out.append(h.feed(CastEvent.receiverStatus(tvID, receiver(app: dashcast(session)))))
+        let page = try #require(out.operations.last)
+        #expect(sends([page]).first?.text.contains("\"url\"") == true)
+        out.append(h.complete(page, .done))
+        return out
     }
     func lovelace(_ session: String) -> ReceiverApplication {
         ReceiverApplication(appId: KeepReceiver.lovelaceApp, displayName: "Home Assistant Lovelace",
@@ -45,11 +60,15 @@ import Testing
         let set = h.publish(command, dash)
         #expect(set.json("cast2mqtt/living_room_tv/response")?["status"] == .string("ok"))
         let launch = try #require(set.operations.first)
-        let sent = try #require(sends(set).first)
-        #expect(sent.namespace == KeepReceiver.dashcastNamespace && sent.appId == KeepReceiver.dashcastApp)
-        #expect(sent.text.contains("https://dash.example/kitchen"))
+        #expect(launches(set) == [KeepReceiver.dashcastApp])
         #expect(set.json(keepTopic)?["state"] == .string("launching"))
-        let shown = h.complete(launch, .receiverStatus(receiver(app: dashcast("d1"))))
+        var shown = h.complete(launch, .receiverStatus(receiver(app: dashcast("d1", ready: false))))
+        #expect(shown.operations.isEmpty, "DashCast loses a URL sent before it is ready")
+        shown = h.feed(CastEvent.receiverStatus(tvID, receiver(app: dashcast("d1"))))
+        let sent = try #require(sends(shown).first)
+        #expect(sent.namespace == KeepReceiver.dashcastNamespace && sent.appId == nil)
+        #expect(sent.text.contains("https://dash.example/kitchen"))
+        shown = h.complete(try #require(shown.operations.first), .done)
         #expect(shown.json(keepTopic)?["state"] == .string("showing"))
         #expect(shown.json(keepTopic)?["launches"] == .number(1))
         // More statuses of the same page: nothing.
@@ -62,7 +81,7 @@ import Testing
     @Test func anotherAppMakesItYieldAndTheIdleScreenBringsItBackAfterYieldSeconds() throws {
         var h = idleTV()
         let launch = try #require(h.publish(command, dash).operations.first)
-        h.complete(launch, .receiverStatus(receiver(app: dashcast("d1"))))
+        try launchDashCast(&h, launch, session: "d1")
         let phone = h.feed(CastEvent.receiverStatus(tvID, receiver(app: youtube)))
         #expect(phone.operations.isEmpty)
         #expect(keepDoc(h)?["state"] == .string("yielding"))
@@ -73,7 +92,7 @@ import Testing
         #expect(h.feed(.tick).operations.isEmpty)
         h.now = h.now.addingTimeInterval(11)
         let back = h.feed(.tick)
-        #expect(sends(back).count == 1, "launched again \(20) s after the idle screen")
+        #expect(launches(back).count == 1, "launched again 20 s after the idle screen")
         #expect(keepDoc(h)?["launches"] == .number(2))
     }
 
@@ -83,13 +102,31 @@ import Testing
         #expect(first.operations.count == 1)
         // More statuses while the launch is in flight: no second launch.
         #expect(h.feed(CastEvent.receiverStatus(tvID, receiver(app: backdrop, level: 0.3))).operations.isEmpty)
-        h.complete(try #require(first.operations.first), .receiverStatus(receiver(app: dashcast("d1"))))
+        try launchDashCast(&h, try #require(first.operations.first), session: "d1")
         // A reboot: the connection drops, the display comes back on its idle screen.
         h.feed(CastEvent.castDisconnected(tvID, reason: "closed by peer"))
         #expect(keepDoc(h)?["state"] == .string("offline"))
         h.feed(CastEvent.castConnected(tvID))
         let back = h.feed(CastEvent.receiverStatus(tvID, receiver(app: backdrop)))
-        #expect(sends(back).count == 1, "a reconnect that finds the idle screen launches at once")
+        #expect(launches(back).count == 1, "a reconnect that finds the idle screen launches at once")
+    }
+
+    /// A smart display closes a page without media after about ten minutes: the page comes back
+    /// at once; one that closes within a minute of showing backs off instead (no loop).
+    @Test func aPageTheDisplayClosedComesBackAtOnceAndOneThatKeepsClosingBacksOff() throws {
+        var h = idleTV()
+        try launchDashCast(&h, try #require(h.publish(command, dash).operations.first), session: "d1")
+        h.now = h.now.addingTimeInterval(600)
+        let closed = h.feed(CastEvent.receiverStatus(tvID, receiver(app: backdrop)))
+        let again = try #require(closed.operations.first, "relaunched at once")
+        #expect(launches(closed).count == 1)
+        try launchDashCast(&h, again, session: "d2")
+        h.now = h.now.addingTimeInterval(20)
+        let quick = h.feed(CastEvent.receiverStatus(tvID, receiver(app: backdrop)))
+        #expect(quick.operations.isEmpty)
+        #expect(keepDoc(h)?["state"] == .string("backoff") && keepDoc(h)?["reason"] == .string("page_closed"))
+        h.now = h.now.addingTimeInterval(6)
+        #expect(launches(h.feed(.tick)).count == 1, "after the backoff")
     }
 
     @Test func aFailedLaunchBacksOffDoublingAndSaysWhy() throws {
@@ -140,7 +177,7 @@ import Testing
         guard case .setMuted(true)? = out.operations.first?.kind else { Issue.record("no mute first"); return }
         let mute = try #require(out.operations.first)
         let launch = try #require(h.complete(mute, .receiverStatus(receiver(app: backdrop, muted: true))).operations.first)
-        #expect(sends([launch]).count == 1)
+        #expect(launches(BridgeOutput(operations: [launch])).count == 1)
         let shown = h.complete(launch, .receiverStatus(receiver(app: dashcast("d1"), muted: true)))
         let restore = try #require(shown.operations.first, "the mute goes back as soon as the page shows")
         guard case .setMuted(false) = restore.kind else { Issue.record("no unmute: \(restore.kind)"); return }

@@ -51,8 +51,6 @@ struct KeepEntry: Sendable {
     var waitUntil: Date?
     /// Another app was showing (the next idle screen waits `yield_seconds`).
     var sawOther = false
-    /// The page itself went away while the display stayed connected.
-    var pageClosed = false
     /// The next idle screen is the first since a (re)connect, a restart or a new keep: launch at once.
     var freshLink = true
     /// The app session the keep launched or found (kept across restarts).
@@ -71,6 +69,10 @@ struct KeepEntry: Sendable {
     /// Lovelace: the receiver is connected to another Home Assistant (someone else's page).
     var foreignSession: String?
     var shownAt: Date?
+    /// DashCast: the session the keep launched, and when its page is sent even if the receiver
+    /// has not said "Application ready" (a URL sent before that is lost).
+    var launchedSession: String?
+    var readyDeadline: Date?
     var restore: SilentRestore?
     var restoring = false
 
@@ -102,6 +104,10 @@ struct KeepJobs: Sendable {
     static let maxBackoff = 600.0
     /// A page that closes this soon after it showed counts as a failed launch (backs off).
     static let shortLived = 60.0
+    /// DashCast's status text once its page listens.
+    static let dashcastReady = "Application ready"
+    /// How long after a launch the page goes to a DashCast that never said it is ready.
+    static let readyWait = 10.0
     let requestTimeout: Double
     var timeZone: TimeZone
     private(set) var entries: [DeviceID: KeepEntry] = [:]
@@ -223,7 +229,6 @@ struct KeepJobs: Sendable {
         guard var e = entries[id] else { return }
         e.freshLink = true
         e.waitUntil = nil
-        e.pageClosed = false
         e.sawOther = false
         e.connectedSession = nil
         e.statusSession = nil
@@ -243,7 +248,7 @@ struct KeepJobs: Sendable {
     func due(now: Date) -> [DeviceID] {
         entries.compactMap { id, e in
             guard e.enabled else { return nil }
-            let deadlines = [e.waitUntil, e.backoffUntil, e.connectDeadline].compactMap { $0 }
+            let deadlines = [e.waitUntil, e.backoffUntil, e.connectDeadline, e.readyDeadline].compactMap { $0 }
             if deadlines.contains(where: { $0 <= now }) { return id }
             // The window's edges: an entry outside it checks every tick (a comparison).
             if e.spec.window != nil, e.state == .outsideWindow || e.state == .showing || e.state == .yielding { return id }
@@ -312,13 +317,13 @@ struct KeepJobs: Sendable {
         }
         // The idle screen (or nothing).
         if wasShowing {
-            // Our page went away while the display stayed connected (its own timeout, a "stop"
-            // on the display). Soon after it showed, that counts as a failure (no loop).
+            // Our page went away while the display stayed connected: smart displays close a
+            // page without media after about ten minutes whatever it does (docs/displays.md), so
+            // it comes back at once. Soon after it showed, that counts as a failure (no loop).
             if e.state == .showing, let shown = e.shownAt, now.timeIntervalSince(shown) < shortLived {
                 fail(&e, "page_closed", "the page closed \(Int(now.timeIntervalSince(shown))) s after it showed", now: now)
                 return []
             }
-            e.pageClosed = true
         }
         if let window = e.spec.window, !window.contains(minute: minuteOfDay(now, timeZone)) {
             set(&e, .outsideWindow, "outside_window",
@@ -330,11 +335,11 @@ struct KeepJobs: Sendable {
             if e.state != .backoff { set(&e, .backoff, e.reason, e.detail, now: now) }
             return []
         }
-        if !e.freshLink, e.sawOther || e.pageClosed {
+        if !e.freshLink, e.sawOther {
             let until = e.waitUntil ?? now.addingTimeInterval(e.spec.yieldSeconds)
             e.waitUntil = until
             if until > now {
-                set(&e, .yielding, e.sawOther ? "idle_screen_returned" : "page_closed",
+                set(&e, .yielding, "idle_screen_returned",
                     "launching \(formatSeconds(until.timeIntervalSince(now).rounded(.up))) s after the idle screen returned", now: now)
                 return []
             }
@@ -348,7 +353,6 @@ struct KeepJobs: Sendable {
         let session = app.sessionId
         e.freshLink = false
         e.sawOther = false
-        e.pageClosed = false
         e.waitUntil = nil
         if e.session != session {
             e.session = session
@@ -358,9 +362,26 @@ struct KeepJobs: Sendable {
             e.foreignSession = nil
         }
         switch e.spec.receiver {
-        case .dashcast, .app:
-            // Same app: the page shows (DashCast does not say which URL it shows). A session the
-            // keep launched and could not configure gets its page now.
+        case .dashcast:
+            // The session the keep launched gets its page once the receiver is ready: DashCast
+            // loses a URL sent before it says "Application ready" (catt waits for it too); a
+            // receiver that never says so gets it after `readyWait`.
+            if e.launchedSession == session, e.configuredSession != session {
+                let ready = app.statusText == Self.dashcastReady || (e.readyDeadline.map { $0 <= now } ?? true)
+                guard ready, let op = configureOperation(e.spec) else { return [] }
+                e.readyDeadline = nil
+                e.pending += 1
+                return [(op, .configure)]
+            }
+            // Same app: the page shows (DashCast does not say which URL it shows).
+            if e.state != .showing { e.shownAt = now }
+            e.failures = 0
+            e.backoffUntil = nil
+            set(&e, .showing, nil, now: now)
+            return []
+        case .app:
+            // Same app: it shows. A session the keep launched and could not configure gets its
+            // messages now.
             if e.configuredSession != session, e.state == .launching, let op = configureOperation(e.spec) {
                 e.pending += 1
                 return [(op, .configure)]
@@ -427,7 +448,6 @@ struct KeepJobs: Sendable {
             ops.append((.setMuted(true), .mute))
         }
         e.freshLink = false
-        e.pageClosed = false
         e.sawOther = false
         e.waitUntil = nil
         e.session = nil
@@ -445,7 +465,11 @@ struct KeepJobs: Sendable {
             e.connectDeadline = now.addingTimeInterval(requestTimeout * 4)
             ops.append((.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelaceMessage(e.spec, "connect")),
                               appId: e.spec.appId, awaitReply: false), .launch))
-        case .dashcast, .app:
+        case .dashcast:
+            e.launchedSession = nil
+            e.readyDeadline = nil
+            ops.append((.launch(appId: e.spec.appId), .launch))
+        case .app:
             if let op = configureOperation(e.spec, launching: true) {
                 ops.append((op, .launch))
                 // An app's further messages follow its first.
@@ -499,7 +523,6 @@ struct KeepJobs: Sendable {
         let delay = min(maxBackoff, firstBackoff * pow(2, Double(min(e.failures - 1, 16))))
         e.backoffUntil = now.addingTimeInterval(delay)
         e.waitUntil = nil
-        e.pageClosed = false
         e.sawOther = false
         e.freshLink = true
         set(&e, .backoff, reason, "\(detail); trying again in \(formatSeconds(delay)) s", now: now)
@@ -527,7 +550,10 @@ struct KeepJobs: Sendable {
             let session = device?.activeApp.flatMap { $0.appId == e.spec.appId ? $0.sessionId : nil }
             e.session = session ?? e.session
             switch e.spec.receiver {
-            case .dashcast, .app:
+            case .dashcast:
+                e.launchedSession = session
+                e.readyDeadline = now.addingTimeInterval(Self.readyWait)
+            case .app:
                 e.configuredSession = e.session
                 if session != nil {
                     e.shownAt = now
@@ -545,6 +571,12 @@ struct KeepJobs: Sendable {
             logs.append("\(topic): keep could not launch \(e.spec.summary): \(error.message)")
         case (.configure, .success):
             if let s = device?.activeApp?.sessionId { e.configuredSession = s }
+            if e.spec.receiver == .dashcast, e.configuredSession == e.session {
+                e.shownAt = now
+                e.failures = 0
+                e.backoffUntil = nil
+                Self.set(&e, .showing, nil, now: now)
+            }
         case (.view, .success):
             e.viewSession = e.session
             e.shownAt = now
@@ -598,6 +630,11 @@ struct KeepJobs: Sendable {
             let message = o["error_message"]?.stringValue.map { String($0.prefix(200)) } ?? "no message"
             e.connectDeadline = nil
             e.connectSession = nil
+            if code == 20 {
+                // The receiver shows another Home Assistant: someone else's page.
+                e.foreignSession = session
+                return nil
+            }
             if code == 21 {
                 // Not connected: connect again (not a failure of ours).
                 e.connectedSession = nil
