@@ -18,8 +18,10 @@ extension BridgeCore {
         }
         let had = keeps.entry(id) != nil
         let result = keeps.command(command, device: device, now: now)
-        respond(ctx, result, &out)
-        guard case .success = result else { return }
+        guard case .success = result else {
+            respond(ctx, result, &out)
+            return
+        }
         out.keepsChanged = true
         switch command {
         case .set(let spec, _): out.logs.append("\(device.topic): keep \(spec.summary) (\(keeps.entry(id)?.enabled == true ? "on" : "off"))")
@@ -29,6 +31,8 @@ extension BridgeCore {
         }
         if had != (keeps.entry(id) != nil) { publishDiscovery(id, &out) }
         evaluateKeep(id, now: now, &out)
+        // The answer says the keep's state after it acted on the command.
+        respond(ctx, .success(keeps.entry(id)?.document ?? (try? result.get()) ?? .null), &out)
     }
 
     /// The device's keep acts on what it sees now, and `<dev>/keep` follows.
