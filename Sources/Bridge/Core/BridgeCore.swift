@@ -11,6 +11,7 @@ import Foundation
 /// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing | publications |
 /// | `GroupDirectory` (Groups/) | who is in which speaker group; the dynamic groups (no devices) | `GroupEffect`, documents |
 /// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements | `JobEffect` |
+/// | `KeepJobs` (Jobs/Keep.swift) | the pages and apps kept on displays (Core/KeepInputs.swift) | keep steps, `<dev>/keep` |
 /// | `HomeAssistantDiscovery` (HomeAssistant/) | nothing: configs are computed from a device record | (topic, config) |
 /// | `DeviceEvents` (Devices/) | nothing: events from a `DeviceChange` | event fields |
 /// | `LogLevels` (Configuration/) | the levels in force, the traced devices | new levels, a log line |
