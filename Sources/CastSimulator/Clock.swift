@@ -3,8 +3,9 @@ import NIOCore
 
 /// The time source of a simulated device's media clock, in seconds.
 ///
-/// Only media positions, ad breaks and end-of-media use it; network latencies and heartbeats
-/// always run on real time (the event loop's timers).
+/// Only media positions, ad breaks, end-of-media and the page and display timeouts (with the
+/// Lovelace receiver's image reloads) use it; network latencies and heartbeats always run on
+/// real time (the event loop's timers).
 public protocol SimulatorClock: Sendable {
     /// Seconds since an arbitrary, fixed origin. Never goes backwards.
     func now() -> Double

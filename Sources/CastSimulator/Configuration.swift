@@ -39,6 +39,14 @@ public enum SimulatedAppID {
     /// "Sim Music": a media app of its own (as Spotify is), speaking the media namespace with a
     /// queue of its own; started by another sender with `remoteLoad`.
     public static let music = "5E3A1C01"
+    /// DashCast (madmod's deployment, the one pychromecast and catt launch): shows a web page
+    /// sent on `dashCastNamespace` (docs/simulator.md, "Display receivers").
+    public static let dashCast = "84912283"
+    public static let dashCastNamespace = "urn:x-cast:com.madmod.dashcast"
+    /// Home Assistant's Lovelace receiver (Home Assistant Cast): shows a dashboard of the Home
+    /// Assistant instance a sender connects it to on `lovelaceNamespace`.
+    public static let lovelace = "A078F6B0"
+    public static let lovelaceNamespace = "urn:x-cast:com.nabucasa.hast"
 }
 
 /// Settings of one simulated device. Every field has a default.
@@ -83,8 +91,26 @@ public struct SimulatedDeviceConfiguration: Sendable {
     public var multizoneMembers: [MultizoneDevice]
     /// Media clock (real time unless a test injects a `ManualSimulatorClock`).
     public var clock: any SimulatorClock
-    /// How often the media clock is checked for ends of media and ad clips.
+    /// How often the media clock is checked for ends of media and ad clips (and the page and
+    /// display timeouts).
     public var tickInterval: TimeAmount
+    /// The receiver platform's idle timeout, in seconds of `clock`: a running app (not the idle
+    /// screen) that has neither a media session nor a sender connected to its transport is
+    /// closed this long after it became so, unless the app disables the idle timeout (the
+    /// Lovelace receiver does, DashCast does not). nil (the default): never.
+    public var pageTimeout: Double?
+    /// A smart display's own timeout (a Nest Hub's ten minutes), in seconds of `clock`: every
+    /// app but the idle screen is closed this long after its launch or its last media load,
+    /// whatever its options. The Lovelace receiver reloads its placeholder image every 540 s
+    /// while a view is shown (as the real one does on touch displays). nil (the default): never.
+    public var displayTimeout: Double?
+    /// The Lovelace receiver accepts an `http://` hassUrl (the real one refuses any but
+    /// `localhost` with receiver_error 5).
+    public var lovelaceAllowsHTTP: Bool
+    /// The Lovelace receiver checks the refresh token of every `connect` against the hassUrl's
+    /// `/auth/token` (loopback hosts only) and reports connected only when Home Assistant
+    /// accepts it.
+    public var lovelaceVerifiesTokens: Bool
 
     /// ALL_BASIC_MEDIA | QUEUE_NEXT | QUEUE_PREV | QUEUE_SHUFFLE | SKIP_AD | QUEUE_REPEAT | STREAM_TRANSFER.
     public static let defaultSupportedMediaCommands: Int = {
@@ -114,7 +140,11 @@ public struct SimulatedDeviceConfiguration: Sendable {
         initialVolumeLevel: Double = 0.5,
         multizoneMembers: [MultizoneDevice] = [],
         clock: any SimulatorClock = SystemSimulatorClock(),
-        tickInterval: TimeAmount = .milliseconds(50)
+        tickInterval: TimeAmount = .milliseconds(50),
+        pageTimeout: Double? = nil,
+        displayTimeout: Double? = nil,
+        lovelaceAllowsHTTP: Bool = false,
+        lovelaceVerifiesTokens: Bool = false
     ) {
         self.name = name
         self.id = id ?? SimulatedDeviceConfiguration.deviceID(forName: name)
@@ -137,6 +167,10 @@ public struct SimulatedDeviceConfiguration: Sendable {
         self.multizoneMembers = multizoneMembers
         self.clock = clock
         self.tickInterval = tickInterval
+        self.pageTimeout = pageTimeout
+        self.displayTimeout = displayTimeout
+        self.lovelaceAllowsHTTP = lovelaceAllowsHTTP
+        self.lovelaceVerifiesTokens = lovelaceVerifiesTokens
     }
 
     /// The address a shared-address device listens on (devices there differ by port).

@@ -258,6 +258,43 @@ struct ControlRouter: Sendable {
             guard await device.remoteLoad(appId: appId, request: request, queue: queue != nil) else {
                 return .error(.conflict, "could not load (unknown app, or a request that does not load)")
             }
+        case "remote_launch":
+            // Another sender or the Assistant starts an app: {"app_id", "display_name" (for an id
+            // the simulator does not know), "launched_from_cloud"}.
+            guard let appId = json["app_id"]?.stringValue, !appId.isEmpty, appId.utf8.count <= 64 else {
+                return .error(.badRequest, "need \"app_id\"")
+            }
+            let name = json["display_name"]?.stringValue.map { String($0.prefix(256)) }
+            guard await device.remoteLaunch(appId: appId, displayName: name,
+                                            launchedFromCloud: json["launched_from_cloud"]?.boolValue ?? false) else {
+                return .error(.conflict, "unknown app \(appId) (give \"display_name\" to show it anyway)")
+            }
+        case "remote_stop":
+            guard await device.remoteStop() else { return .error(.conflict, "no app running") }
+        case "page_timeout", "display_timeout":
+            // {"seconds": N} or {"seconds": null} (off).
+            let seconds = json["seconds"]
+            guard seconds == nil || seconds == .null || (seconds?.doubleValue).map({ $0.isFinite && $0 >= 0 && $0 <= 31_536_000 }) == true else {
+                return .error(.badRequest, "need \"seconds\": 0-31536000 or null")
+            }
+            if json["action"]?.stringValue == "page_timeout" {
+                await device.setPageTimeout(seconds?.doubleValue)
+            } else {
+                await device.setDisplayTimeout(seconds?.doubleValue)
+            }
+        case "lovelace_options":
+            // {"allow_http": bool, "verify_token": bool} (either may be left out).
+            await device.setLovelaceOptions(allowsHTTP: json["allow_http"]?.boolValue,
+                                            verifiesTokens: json["verify_token"]?.boolValue)
+        case "lovelace_fail":
+            // {"error_code": N, "count": N} (count left out: every time) or {"error_code": null}.
+            let code = json["error_code"]
+            let count = json["count"]
+            guard code == nil || code == .null || code?.intValue.map({ (0...1_000_000).contains($0) }) == true,
+                  count == nil || count == .null || count?.intValue.map({ (1...1_000_000).contains($0) }) == true else {
+                return .error(.badRequest, "need \"error_code\": N or null, optional \"count\": 1-1000000")
+            }
+            await device.failLovelace(errorCode: code?.intValue, count: count?.intValue)
         case "finish_media":
             guard await device.finishMedia() else { return .error(.conflict, "no media session") }
         case "push_message":

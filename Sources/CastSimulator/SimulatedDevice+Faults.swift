@@ -169,14 +169,19 @@ extension SimulatedDevice {
         }.get()) ?? false
     }
 
-    /// Advances this device's media clock (a `ManualSimulatorClock` only) and applies the result
-    /// (ends of ad clips and media) at once.
+    /// Advances this device's clock (a `ManualSimulatorClock` only) and applies the result (ends
+    /// of ad clips and media, page and display timeouts) at once.
     public func advanceClock(by seconds: Double) async throws {
         guard let manual = configuration.clock as? ManualSimulatorClock else {
             throw SimulatorError("device \(id) runs on the system clock")
         }
+        // What is idle now has been idle since before the jump.
+        try await eventLoop.submit { self.checkAppTimeouts() }.get()
         manual.advance(by: seconds)
-        try await eventLoop.submit { self.tick() }.get()
+        try await eventLoop.submit {
+            self.tick()
+            self.checkAppTimeouts()
+        }.get()
     }
 
     // MARK: - Stream transfer
@@ -227,4 +232,11 @@ public struct SimulatedDeviceState: Sendable, Codable {
     public var memberOf: [String]
     /// The group whose playback this member shows (its app, no media of its own).
     public var followedGroup: String?
+    /// The DashCast receiver's state while it runs.
+    public var dashCast: DashCastState?
+    /// The Lovelace receiver's state while it runs (no refresh token).
+    public var lovelace: LovelaceState?
+    /// The page and display timeouts in force (seconds; absent: off).
+    public var pageTimeout: Double?
+    public var displayTimeout: Double?
 }

@@ -30,6 +30,7 @@ extension SimulatedDevice {
         tickTask = eventLoop.scheduleRepeatedTask(initialDelay: configuration.tickInterval,
                                                  delay: configuration.tickInterval) { _ in
             self.tick()
+            self.checkAppTimeouts()
         }
     }
 

@@ -48,8 +48,13 @@ struct DeviceLoopState: Sendable {
     var authCredentials: [DeviceAuthBehaviour: DeviceCredentials] = [:]
     /// Real devices' messages this device speaks (`SimulatedDevice+Replay.swift`).
     var replay = ReplayState()
+    /// The display apps' settings and the page and display timeouts (SimulatedDevice+Display.swift).
+    var display: DisplaySettings
 
-    init(volume: ReceiverVolume) { self.volume = volume }
+    init(volume: ReceiverVolume, display: DisplaySettings) {
+        self.volume = volume
+        self.display = display
+    }
 }
 
 // The device state by name, each access checked to be on the device's event loop (forwarded to

@@ -231,6 +231,8 @@ extension SimulatedDevice {
         let start = request["currentTime"]?.doubleValue ?? items[startIndex].startTime ?? 0
         session.start(index: startIndex, position: start, playing: autoplay, at: now)
         media = session
+        // A media load keeps a display's own timeout away.
+        if app != nil { app?.lastActivity = now }
         // A member that showed its group's playback now plays on its own.
         loop.value.followedGroup = nil
         return .success(())

@@ -125,12 +125,17 @@ extension SimulatedDevice {
         if isGroupEndpoint { groupAppChanged() }
     }
 
-    /// Replaces the running app with a new session of `appId` (CLOSE for the old one).
-    func launch(appId: String, launchedFromCloud: Bool) {
+    /// Replaces the running app with a new session of `appId` (CLOSE for the old one). An id
+    /// the simulator does not know runs as a showing-only app when `displayName` is given.
+    func launch(appId: String, launchedFromCloud: Bool, displayName: String? = nil) {
         stopApp(mediaIdleReason: nil)
         if appId == SimulatedAppID.backdrop { return }
-        app = RunningApp.make(appId: appId, launchedFromCloud: launchedFromCloud)
+        app = RunningApp.make(appId: appId, launchedFromCloud: launchedFromCloud) ?? displayName.map {
+            RunningApp(appId: appId, kind: .other, displayName: $0, namespaces: [], sessionId: UUID().uuidString.lowercased(),
+                       launchedFromCloud: launchedFromCloud)
+        }
         media = nil
+        appLaunched()
         if isGroupEndpoint { groupAppChanged() }
     }
 

@@ -14,15 +14,41 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
 
 /// A running application on a simulated device.
 struct RunningApp: Sendable {
-    enum Kind: Sendable { case media, echo, backdrop }
+    /// `other`: an app the simulator only shows (started by `remoteLaunch` with a display name,
+    /// e.g. a timer or an Assistant answer); it speaks no namespace.
+    enum Kind: Sendable { case media, echo, backdrop, dashCast, lovelace, other }
     var appId: String
     var kind: Kind
     var displayName: String
     var namespaces: [String]
     var sessionId: String
     var launchedFromCloud: Bool
+    /// RECEIVER_STATUS `statusText` (apps may change it while they run).
+    var statusText: String
+    /// The app sets the receiver platform's `disableIdleTimeout` (the page timeout spares it).
+    var disablesIdleTimeout = false
+    /// `clock` time of the launch or of the last media load (the display timeout counts from it).
+    var lastActivity: Double = 0
+    /// `clock` time since when the app has had no media and no sender (the page timeout).
+    var idleSince: Double?
+    /// The Lovelace receiver's placeholder image: when it was last loaded, and its title.
+    var lovelaceImage: (at: Double, title: String)?
+    /// The display apps' own state (SimulatedDevice+Display.swift).
+    var dashCast: DashCastState?
+    var lovelace: LovelaceState?
 
     var transportId: String { sessionId }
+
+    init(appId: String, kind: Kind, displayName: String, namespaces: [String], sessionId: String,
+         launchedFromCloud: Bool, statusText: String? = nil) {
+        self.appId = appId
+        self.kind = kind
+        self.displayName = displayName
+        self.namespaces = namespaces
+        self.sessionId = sessionId
+        self.launchedFromCloud = launchedFromCloud
+        self.statusText = statusText ?? (kind == .backdrop ? "" : displayName)
+    }
 
     static func make(appId: String, launchedFromCloud: Bool = false) -> RunningApp? {
         let session = UUID().uuidString.lowercased()
@@ -45,6 +71,25 @@ struct RunningApp: Sendable {
             return RunningApp(appId: appId, kind: .backdrop, displayName: "Backdrop",
                               namespaces: ["urn:x-cast:com.google.cast.debugoverlay"], sessionId: session,
                               launchedFromCloud: false)
+        case SimulatedAppID.dashCast:
+            // A receiver page of the old (v2) SDK: no media namespace; its status text is the one
+            // it starts with until its page is ready.
+            var app = RunningApp(appId: appId, kind: .dashCast, displayName: "DashCast",
+                                 namespaces: ["urn:x-cast:com.google.cast.cac", "urn:x-cast:com.google.cast.debugoverlay",
+                                              "urn:x-cast:com.google.cast.broadcast", SimulatedAppID.dashCastNamespace],
+                                 sessionId: session, launchedFromCloud: launchedFromCloud,
+                                 statusText: DashCastState.startingText)
+            app.dashCast = DashCastState()
+            return app
+        case SimulatedAppID.lovelace:
+            var app = RunningApp(appId: appId, kind: .lovelace, displayName: "Home Assistant Lovelace",
+                                 namespaces: ["urn:x-cast:com.google.cast.cac", "urn:x-cast:com.google.cast.debugoverlay",
+                                              SimulatedAppID.lovelaceNamespace, "urn:x-cast:com.google.cast.broadcast",
+                                              CastNamespace.media],
+                                 sessionId: session, launchedFromCloud: launchedFromCloud)
+            app.disablesIdleTimeout = true
+            app.lovelace = LovelaceState()
+            return app
         default:
             return nil
         }
@@ -54,7 +99,7 @@ struct RunningApp: Sendable {
         ReceiverApplication(
             appId: appId, appType: "WEB", displayName: displayName, iconUrl: "",
             isIdleScreen: kind == .backdrop, launchedFromCloud: launchedFromCloud, namespaces: namespaces,
-            sessionId: sessionId, statusText: kind == .backdrop ? "" : displayName, transportId: transportId,
+            sessionId: sessionId, statusText: statusText, transportId: transportId,
             universalAppId: appId)
     }
 }
@@ -116,7 +161,7 @@ public final class SimulatedDevice: Sendable {
         let volume = ReceiverVolume(
             controlType: configuration.volumeControlType, level: configuration.initialVolumeLevel, muted: false,
             stepInterval: configuration.volumeStepInterval)
-        var state = DeviceLoopState(volume: volume)
+        var state = DeviceLoopState(volume: volume, display: DisplaySettings(configuration))
         state.group = group
         self.loop = .makeBoxSendingValue(state, eventLoop: eventLoop)
     }
@@ -221,7 +266,9 @@ public final class SimulatedDevice: Sendable {
         }
         guard let app, app.namespaces.contains(message.namespace) else { return }
         switch (app.kind, message.namespace) {
-        case (.media, CastNamespace.media): handleMedia(message, on: connection)
+        case (.media, CastNamespace.media), (.lovelace, CastNamespace.media): handleMedia(message, on: connection)
+        case (.dashCast, SimulatedAppID.dashCastNamespace): handleDashCast(message, on: connection)
+        case (.lovelace, SimulatedAppID.lovelaceNamespace): handleLovelace(message, on: connection)
         case (.echo, SimulatedAppID.echoNamespace):
             let echo = CastMessage(sourceID: app.transportId, destinationID: message.sourceID,
                                    namespace: message.namespace, payload: message.payload)
@@ -279,7 +326,9 @@ public final class SimulatedDevice: Sendable {
                 silenced: self.silenced, connections: self.connections.count, receiverStatus: self.receiverStatus(),
                 mediaStatus: self.media?.status(at: now), counters: self.counters,
                 group: self.loop.value.group.map(self.groupSummary), memberOf: self.loop.value.memberships.keys.sorted(),
-                followedGroup: self.loop.value.followedGroup)
+                followedGroup: self.loop.value.followedGroup, dashCast: self.app?.dashCast,
+                lovelace: self.app?.lovelace, pageTimeout: self.display.pageTimeout,
+                displayTimeout: self.display.displayTimeout)
         }.get()
     }
 

@@ -10,7 +10,7 @@ public enum CommandName: String, Sendable, Hashable, CaseIterable {
     case load, play, pause, toggle, stop, seek, rate, volume, mute, next, previous, launch, quit, send, transfer,
          refresh, announce
     case skipAd = "skip_ad"
-    case tracks, queue
+    case tracks, queue, keep
 
     /// One hash look-up instead of comparing the name with each case's in turn.
     public static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
@@ -50,12 +50,12 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
 
 /// The leaves of a device's topics (`<base>/<dev>/<leaf>`, mqtt-api.md §4).
 public enum DeviceLeaf: String, Sendable, Hashable, CaseIterable {
-    case availability, info, receiver, media, state, event, response, members, command, message
+    case availability, info, receiver, media, state, event, response, members, command, message, keep
 
     /// Retained by the bridge (cleared when the device is removed); `members` only for a group.
     public var isRetained: Bool {
         switch self {
-        case .availability, .info, .receiver, .media, .state, .members: return true
+        case .availability, .info, .receiver, .media, .state, .members, .keep: return true
         case .event, .response, .command, .message: return false
         }
     }

@@ -163,6 +163,9 @@ public struct BridgeConfiguration: Sendable, Hashable {
     public var primary: String?
     /// Device (id, friendly name or topic name) → instance names in order of preference.
     public var prefer: [String: [String]] = [:]
+    /// `displays.<device>.keep` (mqtt-api.md §13): device (id, friendly name or topic name) → the
+    /// keep as JSON text (the same object as `command/keep`; checked when the file is loaded).
+    public var displays: [String: String] = [:]
 
     public init() {}
 

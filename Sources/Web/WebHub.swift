@@ -8,7 +8,7 @@ import Synchronization
 /// looked, so a page gets the newest state at most a few times a second however fast it changes.
 public final class WebHub: Sendable {
     /// Retained documents shown by the page, per device and for the bridge.
-    static let deviceDocuments: Set<Substring> = ["availability", "info", "receiver", "media", "state", "members"]
+    static let deviceDocuments: Set<Substring> = ["availability", "info", "receiver", "media", "state", "members", "keep"]
     static let bridgeDocuments: Set<Substring> = ["state", "info", "devices"]
     /// Events and responses kept per device.
     static let recentPerDevice = 25

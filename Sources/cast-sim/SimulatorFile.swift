@@ -11,6 +11,7 @@ import Yams
 ///     cast_type: audio              # video | audio | group (default: --cast-type)
 ///   - {name: Den, address: 127.0.0.3, id: 0123456789abcdef0123456789abcdef, model: Nest Audio, volume: 0.3}
 ///   - {name: Shared TV, port: 0}    # no address: 127.0.0.1 and this port (0 = any free)
+///   - {name: Hub, page_timeout: 300, display_timeout: 600, lovelace_allow_http: true, lovelace_verify_token: true}
 /// groups:
 ///   - name: Downstairs              # required
 ///     members: [Kitchen, Den]       # names or ids, required
@@ -30,12 +31,20 @@ struct SimulatorFile: Decodable {
         var volume: Double?
         var eurekaHTTPPort: Int?
         var eurekaHTTPSPort: Int?
+        var pageTimeout: Double?
+        var displayTimeout: Double?
+        var lovelaceAllowHTTP: Bool?
+        var lovelaceVerifyToken: Bool?
 
         enum CodingKeys: String, CodingKey {
             case name, id, address, port, model, volume
             case castType = "cast_type"
             case eurekaHTTPPort = "eureka_http_port"
             case eurekaHTTPSPort = "eureka_https_port"
+            case pageTimeout = "page_timeout"
+            case displayTimeout = "display_timeout"
+            case lovelaceAllowHTTP = "lovelace_allow_http"
+            case lovelaceVerifyToken = "lovelace_verify_token"
         }
     }
 
@@ -87,6 +96,10 @@ struct SimulatorFile: Decodable {
             if let volume = device.volume, !(0...1).contains(volume) {
                 throw SimulatorFileError("\(at): volume must be 0-1")
             }
+            for (key, seconds) in [("page_timeout", device.pageTimeout), ("display_timeout", device.displayTimeout)]
+            where seconds.map({ !(0...31_536_000).contains($0) }) == true {
+                throw SimulatorFileError("\(at): \(key) must be 0-31536000 seconds")
+            }
         }
         for (index, group) in (groups ?? []).enumerated() {
             let at = "\(path): groups[\(index)]"
@@ -116,6 +129,10 @@ struct SimulatorFile: Decodable {
             if let port = device.port { configuration.port = port }
             if let port = device.eurekaHTTPPort { configuration.eurekaHTTPPort = port }
             if let port = device.eurekaHTTPSPort { configuration.eurekaHTTPSPort = port }
+            if let seconds = device.pageTimeout { configuration.pageTimeout = seconds }
+            if let seconds = device.displayTimeout { configuration.displayTimeout = seconds }
+            if let allow = device.lovelaceAllowHTTP { configuration.lovelaceAllowsHTTP = allow }
+            if let verify = device.lovelaceVerifyToken { configuration.lovelaceVerifiesTokens = verify }
             return configuration
         }
     }

@@ -87,6 +87,8 @@ final class BridgeRuntime: Sendable {
         var core = BridgeCore(configuration: configuration, startedAt: Date())
         let sessions = SessionFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = sessions.load() { core.restore(snapshot) }
+        let keeps = KeepFile(stateDir: configuration.stateDir, logger: logger)
+        if let snapshot = keeps.load() { core.restoreKeeps(snapshot, now: Date()) }
         let published = PublishedFile(stateDir: configuration.stateDir, logger: logger)
         if let snapshot = published.load() {
             let filter = configuration.discovery.filter
@@ -136,7 +138,7 @@ final class BridgeRuntime: Sendable {
         let lastWill = core.lastWill
         let consumer = NIOLoopBoundBox.makeBoxSendingValue(
             Consumer(runtime: self, loop: coreLoop, mqtt: mqtt, notifier: SystemdNotifier(), core: core, facts: facts,
-                     sessions: sessions, published: published),
+                     sessions: sessions, published: published, keeps: keeps),
             eventLoop: coreLoop)
 
         let discoveryService = DiscoveryService(discovery: discovery, inputs: inputs)

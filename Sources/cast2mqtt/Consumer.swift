@@ -60,6 +60,7 @@ final class Consumer {
     let notifier: SystemdNotifier
     let sessions: SessionFile
     let published: PublishedFile
+    let keeps: KeepFile
     var core: BridgeCore
     /// The daemon's device table — `eureka_info` facts, held devices, groups that moved, the
     /// Cast clients — and the fleet that makes the clients (DeviceFactsRunner.swift).
@@ -72,6 +73,7 @@ final class Consumer {
     var skippedWhileDown = 0
     var sessionsPacer = SavePacer()
     var publishedPacer = SavePacer()
+    var keepsPacer = SavePacer()
     let homeAssistantLogger = Logger.component("homeassistant")
     /// The polite closes of clients the core forgot and not done yet, awaited at shutdown.
     var closing: [Int: EventLoopFuture<Void>] = [:]
@@ -92,7 +94,7 @@ final class Consumer {
     var draining = false
 
     init(runtime: BridgeRuntime, loop: any EventLoop, mqtt: MosquittoClient, notifier: SystemdNotifier, core: BridgeCore,
-         facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile) {
+         facts: DeviceFactsRunner, sessions: SessionFile, published: PublishedFile, keeps: KeepFile) {
         self.runtime = runtime
         self.loop = loop
         self.mqtt = mqtt
@@ -101,6 +103,7 @@ final class Consumer {
         self.facts = facts
         self.sessions = sessions
         self.published = published
+        self.keeps = keeps
         self.watchdog = WatchdogPacer(notifier: notifier)
         self.finished = loop.makePromise(of: Void.self)
     }
@@ -229,6 +232,7 @@ final class Consumer {
         if stopping, output.handedOver { endHandover("every device is handed over") }
         if output.sessionsChanged { sessionsPacer.changed() }
         if output.publishedChanged { publishedPacer.changed() }
+        if output.keepsChanged { keepsPacer.changed() }
         saveState()
     }
 
@@ -294,6 +298,7 @@ final class Consumer {
         let now = ContinuousClock.now
         if sessionsPacer.take(now: now, force: force) { sessions.save(core.sessionSnapshot()) }
         if publishedPacer.take(now: now, force: force) { published.save(core.publishedSnapshot) }
+        if keepsPacer.take(now: now, force: force) { keeps.save(core.keepSnapshot) }
     }
 
     /// Hands an operation to its device's client; its completion comes back through the queue,
@@ -337,6 +342,7 @@ final class Consumer {
         for publication in final.publications where publication.topic != core.lastWill.topic { publish(publication) }
         if final.sessionsChanged { sessionsPacer.changed() }
         if final.publishedChanged { publishedPacer.changed() }
+        if final.keepsChanged { keepsPacer.changed() }
         saveState(force: true)
         yield?.stop()
         return (facts.takeClients(), Array(closing.values))

@@ -139,3 +139,56 @@ struct SavePacer {
         return true
     }
 }
+
+/// `state_dir/keeps.json`: the keeps on displays (mqtt-api.md §13) with their launch counts,
+/// sessions and a silent launch's mute to put back. It holds Home Assistant refresh tokens, so it
+/// is created with mode 0600 (owner only) and written atomically through a file of that mode.
+struct KeepFile {
+    let path: String
+    let logger: Logger
+
+    init(stateDir: String, logger: Logger) {
+        self.path = (stateDir as NSString).appendingPathComponent("keeps.json")
+        self.logger = logger
+    }
+
+    func load() -> KeepSnapshot? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do {
+            return try JSONDecoder().decode(KeepSnapshot.self, from: data)
+        } catch {
+            logger.warning("ignoring unreadable keep file", metadata: ["path": "\(path)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    func save(_ snapshot: KeepSnapshot) {
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(snapshot)
+            let temporary = path + ".tmp"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            // An existing file of another mode is made owner-only too.
+            fchmod(fd, 0o600)
+            let written = data.withUnsafeBytes { raw -> Int in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    if n <= 0 { return -1 }
+                    offset += n
+                }
+                return offset
+            }
+            let synced = fsync(fd)
+            close(fd)
+            guard written == data.count, synced == 0 else { throw POSIXError(.EIO) }
+            guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            logger.warning("cannot write the keep file", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+}

@@ -282,6 +282,29 @@ let fleetIDs = (0..<60).map { String(format: "%032x", $0 &* 7919 &+ 17) }
         _ = owner
     }
 
+    /// Two claims of one epoch, each read back by its own instance before the other's arrived
+    /// (the CI race of issue #42): the loser was confirmed for a moment and published the
+    /// device's topics, which can reach the broker after the winner's. The loser's next document
+    /// (it publishes one after letting a connected device go, on the same connection) makes the
+    /// winner publish the device's topics again.
+    @Test func theWinnerOfATieRepublishesAfterTheLosersNextDocument() {
+        var c = Cluster(["alpha": [tvID], "beta": [tvID]])
+        c.start()
+        let epoch = c.retainedClaim(tvID)?.epoch ?? 0
+        c.refreshed = [:]
+        c.publish(Cluster.claimTopic(tvID), JSONOutput.bytes(Claim(owner: "beta", epoch: epoch + 1).json))
+        c.publish(Cluster.claimTopic(tvID), JSONOutput.bytes(Claim(owner: "alpha", epoch: epoch + 1).json))
+        c.deliver()
+        #expect(c.owners(tvID) == ["alpha"])
+        #expect(c.connectLog.contains { $0 == ("beta", tvID) }, "beta was confirmed for a moment")
+        #expect(c.refreshed["alpha", default: []].isEmpty, "not before beta has said anything after letting go")
+        c.pass(2)
+        #expect(c.refreshed["alpha"] == [tvID], "beta's document came: alpha republishes once")
+        c.pass(3)
+        #expect(c.refreshed["alpha"] == [tvID], "once")
+        #expect(c.refreshed["beta", default: []].isEmpty)
+    }
+
     /// Stale claims of another instance arrive (a broker that retained an old owner's claim, a
     /// loser's resend): the owner says its claim again once, not once per echo of its own, and
     /// republishes the device's retained topics when it has read it back (what the other

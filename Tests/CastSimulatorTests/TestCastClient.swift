@@ -60,6 +60,8 @@ final class TestCastClient: Sendable {
     }
 
     var messages: [CastMessage] { inbox.withLockedValue { $0.messages } }
+    /// Forgets the messages received so far (a test then waits for what comes next).
+    func forget() { inbox.withLockedValue { $0.messages.removeAll() } }
     var errors: [any Error] { inbox.withLockedValue { $0.errors } }
     var isClosed: Bool { inbox.withLockedValue { $0.closed } }
 

@@ -23,6 +23,8 @@ import Testing
         .play: "button", .pause: "button", .stop: "button", .next: "button", .previous: "button",
         // Beyond §7: the subtitle and audio-language selects.
         .tracks: "select",
+        // §13: the keep's switch (on a device with a keep).
+        .keep: "switch",
     ]
 
     @Test func theDocsAreThere() {
@@ -47,6 +49,7 @@ import Testing
     @Test(arguments: CommandName.allCases)
     func homeAssistantSendsTheCommandsTheContractMaps(_ name: CommandName) {
         let entities = HomeAssistantDiscovery.haEntities + HomeAssistantDiscovery.haTrackEntities(TrackOptions(nil))
+            + HomeAssistantDiscovery.haKeepEntities
         let sending = entities.filter { $0.fields(Self.topics, "kitchen")["command_topic"] == .string(Self.topics.command("kitchen", name)) }
         if let platform = Self.homeAssistantMapping[name] {
             #expect(sending.contains { $0.platform == platform }, "no Home Assistant \(platform) sends \(name.rawValue)")
@@ -88,7 +91,8 @@ import Testing
 
     /// The retained leaves the bridge clears for a removed device are the contract's retained ones.
     @Test func removedDevicesLoseEveryRetainedTopic() {
-        let cleared = Set(PublishedSnapshot.retainedDeviceLeaves + PublishedSnapshot.retainedGroupLeaves)
+        let cleared = Set(PublishedSnapshot.retainedDeviceLeaves + PublishedSnapshot.retainedGroupLeaves
+                          + PublishedSnapshot.retainedKeepLeaves)
         #expect(cleared == Set(DeviceLeaf.allCases.filter(\.isRetained)))
     }
 }

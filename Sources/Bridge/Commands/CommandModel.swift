@@ -21,6 +21,8 @@ public enum DeviceCommand: Sendable, Hashable {
     case tracks(TracksCommand)
     /// Edits of the receiver's queue (QUEUE_INSERT / REMOVE / REORDER / UPDATE).
     case queue(QueueCommand)
+    /// Keep a page or an app on a display (Jobs/Keep.swift); never queued behind the device's work.
+    case keep(KeepCommand)
 }
 
 extension DeviceCommand {

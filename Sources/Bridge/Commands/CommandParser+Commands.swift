@@ -15,6 +15,7 @@ extension CommandParser {
         case .quit: try f.noValue(); return .quit
         case .refresh: try f.noValue(); return .refresh
         case .skipAd: try f.noValue(); return .skipAd
+        case .keep: return .keep(try parseKeep(f.body))
         case .seek: return .seek(try parseSeek(f))
         case .rate: return .rate(try parseRate(f))
         case .volume: return .volume(try parseVolume(f))

@@ -18,6 +18,9 @@ enum CommandPlanner {
     static func plan(_ command: DeviceCommand, device: DeviceRecord, loadedSession: String? = nil) -> Result<Plan, BridgeError> {
         func single(_ kind: CastOperationKind) -> Result<Plan, BridgeError> { .success(.single(kind, timeout: nil)) }
         switch command {
+        case .keep:
+            // Answered by the keeps (Core/KeepInputs.swift) before any plan.
+            return .failure(BridgeError(.internal, "keep is not a Cast request"))
         case .tracks(let tracks):
             return tracksPlan(tracks, device: device).map { .single(.media($0), timeout: nil) }
         case .queue(let queue):
@@ -146,7 +149,7 @@ extension CommandPlanner {
     static func actsOnGroup(_ command: DeviceCommand) -> Bool {
         switch command {
         case .play, .pause, .toggle, .stop, .seek, .next, .previous, .rate, .skipAd, .tracks, .queue: return true
-        case .load, .volume, .mute, .launch, .quit, .send, .transfer, .refresh, .announce: return false
+        case .load, .volume, .mute, .launch, .quit, .send, .transfer, .refresh, .announce, .keep: return false
         }
     }
 

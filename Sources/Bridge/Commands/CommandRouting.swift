@@ -113,6 +113,8 @@ extension BridgeCore {
             apply(transfers.step(job, result, devices: registry, now: now), now: now, &out)
         case .announce(let job):
             apply(announcements.step(job, result, device: registry[op.deviceID], now: now), now: now, &out)
+        case .keep(let step):
+            keepStepDone(op.deviceID, step, result, now: now, &out)
         }
     }
 

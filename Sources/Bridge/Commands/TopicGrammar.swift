@@ -126,6 +126,7 @@ public struct TopicGrammar: Sendable, Hashable {
     public func event(_ dev: String) -> String { device(dev, .event) }
     public func response(_ dev: String) -> String { device(dev, .response) }
     public func members(_ dev: String) -> String { device(dev, .members) }
+    public func keep(_ dev: String) -> String { device(dev, .keep) }
     public func command(_ dev: String, _ name: String) -> String { "\(device(dev, .command))/\(name)" }
     public func command(_ dev: String, _ name: CommandName) -> String { command(dev, name.rawValue) }
     public func message(_ dev: String, namespace: String) -> String { "\(device(dev, .message))/\(namespace)" }

@@ -157,6 +157,10 @@ public enum ConfigurationLoader {
                 lines.append("  " + parts.dropFirst().joined(separator: ".") + ": " + key.get(config))
             }
             if key.path == "primary" {
+                lines.append("displays:" + (config.displays.isEmpty ? " {}" : ""))
+                for (device, keep) in config.displays.sorted(by: { $0.key < $1.key }) {
+                    lines.append("  \(show(device)): {keep: \(printableKeep(keep))}")
+                }
                 lines.append("prefer:" + (config.prefer.isEmpty ? " {}" : ""))
                 for (device, names) in config.prefer.sorted(by: { $0.key < $1.key }) { lines.append("  \(show(device)): \(show(names))") }
             }
@@ -196,6 +200,8 @@ public enum ConfigurationLoader {
                 config.discovery.devices = try staticDevices(valueNode, path: path)
             } else if path == "prefer" {
                 config.prefer = try preferences(valueNode, path: path)
+            } else if path == "displays" {
+                config.displays = try displays(valueNode, path: path)
             } else if let key = table[path] {
                 key.set(&config, try value(of: valueNode, kind: key.kind, path: path))
             } else {

@@ -11,6 +11,7 @@ import Foundation
 /// | `RetainedPublisher` (Publishing/) | what is retained (change-only), what was published per device (state_dir), pacing | publications |
 /// | `GroupDirectory` (Groups/) | who is in which speaker group; the dynamic groups (no devices) | `GroupEffect`, documents |
 /// | `TransferJobs`, `AnnounceJobs` (Jobs/) | commanded transfers and observed-transfer candidates; announcements | `JobEffect` |
+/// | `KeepJobs` (Jobs/Keep.swift) | the pages and apps kept on displays (Core/KeepInputs.swift) | keep steps, `<dev>/keep` |
 /// | `HomeAssistantDiscovery` (HomeAssistant/) | nothing: configs are computed from a device record | (topic, config) |
 /// | `DeviceEvents` (Devices/) | nothing: events from a `DeviceChange` | event fields |
 /// | `LogLevels` (Configuration/) | the levels in force, the traced devices | new levels, a log line |
@@ -33,6 +34,8 @@ public struct BridgeCore: Sendable {
     let homeAssistant: HomeAssistantDiscovery
     var transfers: TransferJobs
     var announcements: AnnounceJobs
+    /// Pages and apps kept on displays (Jobs/Keep.swift, Core/KeepInputs.swift).
+    var keeps: KeepJobs
     var sessions = RestoredSessions()
     /// The app sessions the bridge's own loads started (Commands/BridgeLoads.swift).
     var loads = BridgeLoads()
@@ -67,6 +70,8 @@ public struct BridgeCore: Sendable {
         self.scheduler = WorkScheduler(requestTimeout: configuration.cast.requestTimeout, startedAt: startedAt)
         self.transfers = TransferJobs(window: configuration.cast.transferWindow)
         self.announcements = AnnounceJobs(requestTimeout: configuration.cast.requestTimeout)
+        self.keeps = KeepJobs(requestTimeout: configuration.cast.requestTimeout,
+                              configured: Self.configuredKeeps(configuration, parser: CommandParser(configuration: configuration)))
         self.logging = LogLevels(configuration.log)
         self.homeAssistant = HomeAssistantDiscovery(configuration: configuration, topics: topics)
         if let me = configuration.instance {
@@ -147,7 +152,7 @@ public struct BridgeCore: Sendable {
         case .deviceDiscovered(let d), .deviceUpdated(let d): deviceSeen(d, now: now, &out)
         case .deviceRemoved(let id): deviceRemoved(id, now: now, &out)
         case .device(let id, let snapshot): snapshotArrived(id, snapshot, now: now, &out)
-        case .appMessage(let id, let namespace, let payload): appMessage(id, namespace: namespace, payload: payload, &out)
+        case .appMessage(let id, let namespace, let payload): appMessage(id, namespace: namespace, payload: payload, now: now, &out)
         case .operationCompleted(_, let token, let result): operationCompleted(token, result, now: now, &out)
         case .tick: tick(now: now, &out)
         case .homeAssistantOnline: republishDiscovery(now: now, &out)
@@ -195,6 +200,7 @@ public struct BridgeCore: Sendable {
         apply(announcements.tick(now: now, devices: registry), now: now, &out)
         apply(groups.expireHolds(now: now, in: registry), now: now, &out)
         republishPositions(now: now, &out)
+        keepTick(now: now, &out)
         if instances != nil { instanceTick(now: now, &out) }
     }
 

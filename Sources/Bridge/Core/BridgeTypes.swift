@@ -261,6 +261,8 @@ public struct BridgeOutput: Sendable {
     public var sessionsChanged = false
     /// What is retained per device changed: save `publishedSnapshot` to `state_dir`.
     public var publishedChanged = false
+    /// A keep changed what `state_dir/keeps.json` holds: save `keepSnapshot`.
+    public var keepsChanged = false
     /// Devices the bridge removed (excluded or forgotten): the I/O side drops their Cast clients.
     public var forgotten: [DeviceID] = []
     /// Every response sent for this input (command metrics).
@@ -297,6 +299,7 @@ public struct BridgeOutput: Sendable {
         debugLogs += other.debugLogs
         sessionsChanged = sessionsChanged || other.sessionsChanged
         publishedChanged = publishedChanged || other.publishedChanged
+        keepsChanged = keepsChanged || other.keepsChanged
         forgotten += other.forgotten
         outcomes += other.outcomes
         homeAssistantLogs += other.homeAssistantLogs

@@ -22,6 +22,7 @@ extension BridgeCore {
             publishBridgeEvent(DeviceEvents.deviceListEvent("device_added", added), now: now, &out)
             // Devices `log.devices` names that just became known.
             if !logging.devices.isEmpty { setLogLevels(logging, &out) }
+            keepDeviceKnown(d.id, now: now, &out)
         } else {
             guard registry.update(d), let device = registry[d.id] else { return }
             publishInfo(d.id, &out)
@@ -40,9 +41,15 @@ extension BridgeCore {
         }
         guard registry[id] != nil else { return }
         failAllWork(id, BridgeError(.unknownDevice, "the device was removed"), now: now, &out)
+        if let device = registry[id] {
+            for leaf in PublishedSnapshot.retainedKeepLeaves where publisher.keepsPayload(topics.device(device.topic, leaf)) == true {
+                publisher.clear(topics.device(device.topic, leaf), &out)
+            }
+        }
+        keeps.forget(id)
         guard let device = registry.remove(id) else { return }
         groups.setReconnecting(id, false, now: now)
-        publisher.forget(id, topic: device.topic, discovery: homeAssistant.configTopics(device), topics: topics, &out)
+        publisher.forget(id, topic: device.topic, discovery: homeAssistant.configTopics(device, keep: true), topics: topics, &out)
         out.forgotten.append(id)
         publishBridgeEvent(DeviceEvents.deviceListEvent("device_removed", device), now: now, &out)
         apply(groups.deviceChanged(id, in: registry), now: now, &out)
@@ -107,6 +114,7 @@ extension BridgeCore {
             if TrackOptions(change.oldMedia) != TrackOptions(change.newMedia) { publishDiscovery(id, &out) }
         }
         publishDeviceState(id, now: now, &out)
+        keepAfterSnapshot(change, now: now, &out)
         // A group's members (and what they show) follow its snapshot.
         if groups.follows(id, in: registry) { apply(groups.groupChanged(id, in: registry), now: now, &out) }
     }
@@ -137,7 +145,7 @@ extension BridgeCore {
 
     /// Messages from the running app on non-platform namespaces are published (not retained)
     /// on `<base>/<dev>/message/<namespace>` (`TopicGrammar.message`).
-    mutating func appMessage(_ id: DeviceID, namespace: String, payload: CastPayload, _ out: inout BridgeOutput) {
+    mutating func appMessage(_ id: DeviceID, namespace: String, payload: CastPayload, now: Date, _ out: inout BridgeOutput) {
         guard let device = registry[id], !CastNamespace.isPlatform(namespace) else { return }
         guard namespace.hasPrefix(CastNamespace.prefix), namespace.utf8.count <= 256 else {
             out.debugLogs.append("\(device.topic): dropping a message on a namespace that is not urn:x-cast:… or over 256 bytes")
@@ -145,5 +153,6 @@ extension BridgeCore {
         }
         out.publish(Publication(topic: topics.message(device.topic, namespace: TopicGrammar.topicLevel(namespace)),
                                 payload: payload.bytes, retain: false))
+        keepAppMessage(id, namespace: namespace, payload: payload, now: now, &out)
     }
 }

@@ -104,7 +104,7 @@ extension BridgeCore {
 
     mutating func publishDiscovery(_ id: DeviceID, force: Bool = false, _ out: inout BridgeOutput) {
         guard let d = registry[id] else { return }
-        publisher.publishConfigs(d, homeAssistant.enabled ? homeAssistant.configs(d) : nil, force: force, &out)
+        publisher.publishConfigs(d, homeAssistant.enabled ? homeAssistant.configs(d, keep: keeps.entry(id) != nil) : nil, force: force, &out)
     }
 
     mutating func publishBridgeDiscovery(force: Bool = false, _ out: inout BridgeOutput) {

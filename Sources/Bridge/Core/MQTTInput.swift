@@ -54,7 +54,11 @@ extension BridgeCore {
             case .success(let command):
                 ctx.id = command.id
                 ctx.expires = command.expires?.deadline(from: ctx.receivedAt)
-                runCommand(command.command, deviceTopic: dev, ctx, now: now, &out)
+                if case .keep(let keep) = command.command {
+                    keepCommand(keep, deviceTopic: dev, ctx, now: now, &out)
+                } else {
+                    runCommand(command.command, deviceTopic: dev, ctx, now: now, &out)
+                }
             }
         case .deviceSend(let dev, let namespace):
             if instances != nil, !instanceAdmits(dev, topic: topic, payload: payload, responseTopic: responseTopic,

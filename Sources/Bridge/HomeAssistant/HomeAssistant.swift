@@ -313,9 +313,9 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     /// Every discovery config of one Cast device, as (topic, document).
-    func configs(_ d: DeviceRecord) -> [(String, JSONValue)] {
+    func configs(_ d: DeviceRecord, keep: Bool = false) -> [(String, JSONValue)] {
         let availability = haAvailability(d)
-        let entities = Self.haEntities + Self.haTrackEntities(TrackOptions(d.media))
+        let entities = Self.haEntities + Self.haTrackEntities(TrackOptions(d.media)) + (keep ? Self.haKeepEntities : [])
         return nodeConfigs(node: Self.node(d.id), topicName: d.topic, entityPrefix: d.topic, entities: entities,
                            device: haDeviceBlock(d), availability: { _ in availability })
     }
@@ -329,7 +329,28 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     /// The config topics a device has now (for clearing it).
-    func configTopics(_ d: DeviceRecord) -> [String] { enabled ? configs(d).map(\.0) : [] }
+    func configTopics(_ d: DeviceRecord, keep: Bool = false) -> [String] { enabled ? configs(d, keep: keep).map(\.0) : [] }
+
+    /// A device with a keep (mqtt-api.md §13): a switch that turns it on and off, and its state.
+    static var haKeepEntities: [HAEntity] {
+        [
+            HAEntity(platform: "switch", object: "keep", name: "Keep page") { t, dev in
+                ["command_topic": .string(t.command(dev, .keep)), "payload_on": .string("on"), "payload_off": .string("off"),
+                 "state_topic": .string(t.keep(dev)),
+                 "value_template": .string("{{ 'OFF' if value_json.get('state') in (none, 'off') else 'ON' }}"),
+                 "icon": .string("mdi:monitor-dashboard")]
+            },
+            HAEntity(platform: "sensor", object: "keep_state", name: "Keep state") { t, dev in
+                ["state_topic": .string(t.keep(dev)), "value_template": .string(Template.field("state")),
+                 "device_class": .string("enum"),
+                 "options": .array(KeepState.allCases.map { .string($0.rawValue) }),
+                 "json_attributes_topic": .string(t.keep(dev)),
+                 "json_attributes_template": .string(
+                    "{{ {'reason': value_json.get('reason'), 'detail': value_json.get('detail'), 'app': value_json.get('app'), 'since': value_json.get('since'), 'launches': value_json.get('launches')} | tojson }}"),
+                 "icon": .string("mdi:monitor-eye")]
+            },
+        ]
+    }
 }
 
 extension JSONValue {

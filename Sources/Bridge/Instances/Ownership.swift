@@ -58,6 +58,14 @@ public struct Ownership: Sendable {
     /// The devices taken over from another instance, by that instance: when it comes back, what
     /// its libmosquitto resent from before its freeze is overwritten (docs/scaling.md).
     private var takenFrom: [DeviceID: String] = [:]
+    /// The last other instance whose claim for a device was received, and, for a device this
+    /// instance was confirmed for after such a claim, that instance: it may have published the
+    /// device's topics while it held its own claim confirmed (two claims of one epoch, each read
+    /// back before the other), and those can reach the broker after the owner's. Its next
+    /// instance document, which it publishes after letting a device go (after those topics, on
+    /// the same connection), makes the owner publish the device's topics again.
+    private var lastForeignClaim: [DeviceID: String] = [:]
+    private var contested: [DeviceID: String] = [:]
     /// This instance's reach: device → quality.
     private(set) var reach: [DeviceID: Double] = [:]
     /// Preference lists by device id.
@@ -218,8 +226,16 @@ public struct Ownership: Sendable {
         if name != me, before == nil, documents[name] != nil {
             // Back after a will (or a freeze): overwrite what its libmosquitto may have resent.
             let back = takenFrom.filter { $0.value == name }.map(\.key)
-            for id in back where owns(id) { fx.refresh.append(id) }
+            for id in back where owns(id) && !fx.refresh.contains(id) { fx.refresh.append(id) }
             for id in back { takenFrom.removeValue(forKey: id) }
+        }
+        if name != me, documents[name] != nil, contested.values.contains(name) {
+            // An instance that contested a device this one owns has published since it let the
+            // device go: what it published before is overwritten.
+            for (id, other) in contested.sorted(by: { $0.key < $1.key }) where other == name {
+                if owns(id), !fx.refresh.contains(id) { fx.refresh.append(id) }
+                contested.removeValue(forKey: id)
+            }
         }
         fx.primary = isPrimary
         evaluateAll(now: now, &fx)
@@ -289,6 +305,7 @@ public struct Ownership: Sendable {
         case .success(let c): claim = c
         }
         retained[id] = claim
+        if claim.owner != me { lastForeignClaim[id] = claim.owner }
         let previous = claims[id]
         if previous.map({ claim.supersedes($0) || claim == $0 }) ?? true { claims[id] = claim }
         if claims[id]?.owner != previous?.owner { fx.ownersChanged = true }
@@ -300,6 +317,7 @@ public struct Ownership: Sendable {
                 } else {
                     let was = holding[id]
                     if !owns(id) { fx.logs.append("\(id): claimed (epoch \(best.epoch))") }
+                    if !owns(id), let other = lastForeignClaim[id] { contested[id] = other }
                     holding[id] = .confirmed(best.epoch)
                     if !connected.contains(id) {
                         connect(id, &fx)
@@ -387,6 +405,10 @@ public struct Ownership: Sendable {
     }
 
     private mutating func lose(_ id: DeviceID, _ fx: inout OwnershipEffects) {
+        // What this instance published for the device is followed by its document (the owner
+        // that contested it republishes the device's topics when it reads it).
+        if connected.contains(id) { documentDirty = true }
+        contested.removeValue(forKey: id)
         holding.removeValue(forKey: id)
         takenFrom.removeValue(forKey: id)
         if connected.remove(id) != nil { fx.release.append(id) }

@@ -51,9 +51,12 @@ public struct PublishedSnapshot: Codable, Sendable, Hashable {
 
 extension PublishedSnapshot {
     /// The retained device topics the bridge publishes for every device.
-    static let retainedDeviceLeaves = DeviceLeaf.allCases.filter { $0.isRetained && $0 != .members }
+    /// (`keep` only for a device with a keep: cleared by the router when it was published.)
+    static let retainedDeviceLeaves = DeviceLeaf.allCases.filter { $0.isRetained && $0 != .members && $0 != .keep }
     /// The retained topics a speaker group has besides those.
     static let retainedGroupLeaves: [DeviceLeaf] = [.members]
+    /// The retained topic a device with a keep has besides those (cleared on removal when it was published).
+    static let retainedKeepLeaves: [DeviceLeaf] = [.keep]
 
     /// A remembered device, by id, topic name or friendly name.
     func device(_ key: String) -> DeviceID? {

@@ -25,6 +25,8 @@ enum Purpose: Sendable, Hashable {
     case refresh(CommandContext?, mediaDone: Bool)
     case transfer(TransferJob.ID)
     case announce(AnnounceJob.ID)
+    /// A step of a device's keep (Jobs/Keep.swift).
+    case keep(KeepStep)
 }
 
 /// An operation handed to a device and not completed yet.

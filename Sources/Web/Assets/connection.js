@@ -155,13 +155,13 @@ export function command(device, name, body = {}) {
   });
 }
 
-/** The documents of one device: {info, availability, receiver, media, state, members}. */
+/** The documents of one device: {info, availability, receiver, media, state, members, keep}. */
 export function device(topic) {
   const get = (leaf) => store.documents.get(`${topic}/${leaf}`) ?? null;
   return {
     topic,
     info: get("info"), availability: get("availability"), receiver: get("receiver"),
-    media: get("media"), state: get("state"), members: get("members"),
+    media: get("media"), state: get("state"), members: get("members"), keep: get("keep"),
     recent: store.recent.get(topic) || [],
   };
 }

@@ -2,7 +2,7 @@
 // everything info/receiver/media say, the recent events and command responses.
 import { Controls } from "./controls.js";
 import { command, device } from "./connection.js";
-import { displayName, drawNowPlaying, status } from "./devices.js";
+import { displayName, drawNowPlaying, keepText, status } from "./devices.js";
 import { el, icon, replace, setText, showResponse, timeOfDay } from "./util.js";
 
 function facts(pairs) {
@@ -27,6 +27,7 @@ export class DevicePage {
     this.mediaFacts = el("div");
     this.receiverFacts = el("div");
     this.infoFacts = el("div");
+    this.keepFacts = el("div", { dataset: { role: "keep" } });
     this.events = el("ul", { class: "log-list", dataset: { role: "events" } });
     this.responses = el("ul", { class: "log-list", dataset: { role: "responses" } });
     this.root = el("section", { dataset: { device: topic } },
@@ -44,6 +45,7 @@ export class DevicePage {
           el("div", { class: "panel" }, el("h2", {}, "Device"), this.infoFacts, this.traceSwitch(),
             el("div", { class: "actions" }, el("button", { type: "button", class: "button", onclick: () => this.simple("refresh") }, "Refresh"),
               el("button", { type: "button", class: "button", onclick: () => this.simple("quit") }, "Quit app"))),
+          el("div", { class: "panel" }, el("h2", {}, "Kept page"), this.keepFacts),
           el("div", { class: "panel" }, el("h2", {}, "Command responses"), this.responses),
           el("div", { class: "panel" }, el("h2", {}, "Recent events"), this.events))));
     this.imageURL = undefined;
@@ -113,8 +115,8 @@ export class DevicePage {
     this.trace.disabled = false;
   }
 
-  async simple(name) {
-    const response = await command(this.topic, name, {});
+  async simple(name, body = {}) {
+    const response = await command(this.topic, name, body);
     showResponse(`${displayName(device(this.topic))} · ${name}`, response, false);
   }
 
@@ -154,6 +156,15 @@ export class DevicePage {
       ["Groups", Array.isArray(i.groups) && i.groups.length ? i.groups.map((g) => g.topic || g.id).join(", ") : null],
       ["Authenticated", authText(i)], ["Device certificate", certificateText(i.device_certificate)],
       ["Availability", i.offline_reason ? `${dev.availability} (${i.offline_reason})` : dev.availability]]));
+    const k = dev.keep;
+    replace(this.keepFacts, k && typeof k === "object"
+      ? [el("p", { class: "keep-state" }, keepText(k)),
+        facts([["App", k.app], ["App id", k.app_id], ["State", k.state], ["Reason", k.reason], ["Why", k.detail],
+          ["Since", k.since && timeOfDay(k.since)], ["Launches", k.launches]]),
+        el("div", { class: "actions" },
+          el("button", { type: "button", class: "button", onclick: () => this.simple("keep", { keep: k.state === "off" }) },
+            k.state === "off" ? "Keep on" : "Keep off"))]
+      : el("p", { class: "count" }, "No page is kept on this display (command/keep, docs/displays.md)"));
     this.updateRecent(dev.recent);
   }
 

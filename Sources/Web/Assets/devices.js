@@ -47,11 +47,20 @@ export function drawNowPlaying(view, dev, state, imageAttributes = {}) {
   }
 }
 
+/** `<dev>/keep` in words: "Keep: showing", "Keep: yielding (YouTube is showing)". */
+export function keepText(keep) {
+  const state = String(keep.state).replace("_", " ");
+  const why = keep.state !== "showing" && keep.state !== "off" ? keep.detail || keep.reason : null;
+  return `Keep: ${state}${why ? ` (${why})` : ""}`;
+}
+
 export function extras(dev) {
   const parts = [];
   const media = typeof dev.media === "object" && dev.media ? dev.media : {};
   if (typeof media.playing_in === "string") parts.push(`Playing in ${media.playing_in}`);
   if (Array.isArray(dev.members) && dev.members.length) parts.push(`Group of ${dev.members.map((m) => m?.name || m?.topic || "?").join(", ")}`);
+  // A page kept on the display (mqtt-api.md §13): its state, and why when it is not showing.
+  if (typeof dev.keep?.state === "string") parts.push(keepText(dev.keep));
   // Several bridge instances: the one that owns the device.
   if (typeof dev.info?.owner === "string") parts.push(`Bridge: ${dev.info.owner}`);
   const tracks = Array.isArray(media.tracks) ? media.tracks : [];
