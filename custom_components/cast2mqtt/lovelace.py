@@ -52,7 +52,7 @@ type Command = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 class ViewRequest:
     """What the action asks for (its fields, validated by services.py)."""
 
-    view_path: str
+    view_path: str | None = None
     dashboard_path: str | None = None
     keep: bool = False
     when: str | dict[str, str] | None = None
@@ -140,8 +140,9 @@ def keep_body(access: Access, request: ViewRequest) -> dict[str, Any]:
         "hass_uuid": access.hass_uuid,
         "refresh_token": access.refresh_token,
         "client_id": None,
-        "view_path": request.view_path,
     }
+    if request.view_path:
+        body["view_path"] = request.view_path
     if request.dashboard_path:
         body["dashboard_path"] = request.dashboard_path
     if request.when is not None:
@@ -165,8 +166,9 @@ def connect_message(access: Access) -> dict[str, Any]:
 
 
 def show_view_message(request: ViewRequest) -> dict[str, Any]:
-    """The receiver's `show_lovelace_view` (`urlPath` null: the default dashboard)."""
-    return {"type": "show_lovelace_view", "viewPath": request.view_path, "urlPath": request.dashboard_path or None}
+    """The receiver's `show_lovelace_view` (null: the default dashboard, its first view)."""
+    return {"type": "show_lovelace_view", "viewPath": request.view_path or None,
+            "urlPath": request.dashboard_path or None}
 
 
 def _reply(result: dict[str, Any]) -> dict[str, Any] | None:

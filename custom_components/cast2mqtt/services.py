@@ -229,7 +229,7 @@ def async_setup_services(hass: HomeAssistant) -> None:
         hass,
         SERVICE_SHOW_LOVELACE_VIEW,
         {
-            vol.Required(ATTR_VIEW_PATH): cv.string,
+            vol.Optional(ATTR_VIEW_PATH): cv.string,
             vol.Optional(ATTR_DASHBOARD_PATH): cv.string,
             vol.Optional(ATTR_KEEP, default=False): cv.boolean,
             vol.Optional(ATTR_WHEN): _when,
@@ -244,7 +244,7 @@ def async_setup_services(hass: HomeAssistant) -> None:
 
 async def _show_lovelace_view(player: Cast2MqttMediaPlayer, call: ServiceCall) -> ServiceResponse:
     await player.async_show_lovelace_view(ViewRequest(
-        view_path=call.data[ATTR_VIEW_PATH],
+        view_path=call.data.get(ATTR_VIEW_PATH),
         dashboard_path=call.data.get(ATTR_DASHBOARD_PATH),
         keep=call.data[ATTR_KEEP],
         when=call.data.get(ATTR_WHEN),

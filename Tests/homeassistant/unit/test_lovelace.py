@@ -98,6 +98,8 @@ async def test_the_user_and_its_token_are_made_once_and_reused(
     assert hass_storage[STORE_KEY]["data"] == {"user_id": users[0].id}
     # Optional keys left out are left to the bridge's defaults.
     assert not {"dashboard_path", "when", "yield_seconds", "silent"} & set(second)
+    third = await keep(hass, mqtt_mock, {}, count=3)
+    assert "view_path" not in third and third["app"] == "lovelace"
 
 
 async def test_a_stored_user_is_reused_and_a_deleted_one_replaced(
@@ -303,7 +305,7 @@ async def test_once_waits_until_the_receiver_has_logged_in(
         hass: HomeAssistant, mqtt_mock, loaded, https, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lovelace, "CONNECT_POLL_SECONDS", 0)
     task = hass.async_create_task(hass.services.async_call(
-        "cast2mqtt", "show_lovelace_view", {"entity_id": TV, "view_path": "kitchen"}, blocking=True))
+        "cast2mqtt", "show_lovelace_view", {"entity_id": TV}, blocking=True))
     await sends(mqtt_mock, 1)
     # Still logging in (as text, the way an app's message may come), then logged in elsewhere,
     # then here.
@@ -315,7 +317,7 @@ async def test_once_waits_until_the_receiver_has_logged_in(
     await sends(mqtt_mock, 4)
     answer(hass, mqtt_mock, data={"data": {**CONNECTED, "hassUrl": EXTERNAL + "/"}})
     show = (await sends(mqtt_mock, 5))[-1]
-    assert show["data"] == {"type": "show_lovelace_view", "viewPath": "kitchen", "urlPath": None}
+    assert show["data"] == {"type": "show_lovelace_view", "viewPath": None, "urlPath": None}
     answer(hass, mqtt_mock)
     await task
 
