@@ -335,7 +335,10 @@ struct HomeAssistantDiscovery: Sendable {
     static var haKeepEntities: [HAEntity] {
         [
             HAEntity(platform: "switch", object: "keep", name: "Keep page") { t, dev in
+                // The template says ON/OFF, which are not the payloads: without state_on/state_off
+                // Home Assistant matches neither and the switch stays `unknown`.
                 ["command_topic": .string(t.command(dev, .keep)), "payload_on": .string("on"), "payload_off": .string("off"),
+                 "state_on": .string("ON"), "state_off": .string("OFF"),
                  "state_topic": .string(t.keep(dev)),
                  "value_template": .string("{{ 'OFF' if value_json.get('state') in (none, 'off') else 'ON' }}"),
                  "icon": .string("mdi:monitor-dashboard")]
