@@ -147,7 +147,9 @@ def _register(
     if admin_only and register_platform_service is not None:
         if "admin_only" in inspect.signature(register_platform_service).parameters:
             options["admin_only"] = True
-    check_admin = admin_only and not options
+    # A platform registration without `admin_only`: the entity function checks (the handler below
+    # does on releases without platform registrations).
+    check_admin = admin_only and register_platform_service is not None and not options
 
     async def run_entity(entity: Entity, call: ServiceCall) -> ServiceResponse:
         if check_admin:
