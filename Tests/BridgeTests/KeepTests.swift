@@ -129,6 +129,22 @@ import Testing
         #expect(launches(h.feed(.tick)).count == 1, "after the backoff")
     }
 
+    /// A Chromecast whose TV is off: a launch would switch the TV on (HDMI-CEC); the keep waits.
+    @Test func aTVInStandbyIsNotWokenUp() throws {
+        var h = Harness()
+        var off = receiver(app: backdrop)
+        off.isStandBy = true
+        h.online(status: off, media: nil)
+        h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
+        #expect(h.publish(command, dash).operations.isEmpty)
+        #expect(keepDoc(h)?["state"] == .string("yielding") && keepDoc(h)?["reason"] == .string("standby"))
+        var on = receiver(app: backdrop)
+        on.isStandBy = false
+        #expect(h.feed(CastEvent.receiverStatus(tvID, on)).operations.isEmpty, "yield_seconds after the TV came on")
+        h.now = h.now.addingTimeInterval(21)
+        #expect(launches(h.feed(.tick)).count == 1)
+    }
+
     @Test func aFailedLaunchBacksOffDoublingAndSaysWhy() throws {
         var h = idleTV()
         let first = try #require(h.publish(command, dash).operations.first)

@@ -315,7 +315,15 @@ struct KeepJobs: Sendable {
             set(&e, .yielding, "group_playing", "a speaker group the display is in is playing", now: now)
             return []
         }
-        // The idle screen (or nothing).
+        // The idle screen (or nothing). A Chromecast whose TV is off says so (standby): a launch
+        // would switch the TV on over HDMI-CEC, so the keep waits for someone to switch it on.
+        if receiver.isStandBy == true {
+            e.sawOther = true
+            e.freshLink = false
+            e.waitUntil = nil
+            set(&e, .yielding, "standby", "the TV is off (standby); the page comes back when it is switched on", now: now)
+            return []
+        }
         if wasShowing {
             // Our page went away while the display stayed connected: smart displays close a
             // page without media after about ten minutes whatever it does (docs/displays.md), so
