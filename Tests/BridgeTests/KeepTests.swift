@@ -277,6 +277,25 @@ import Testing
         #expect(noKeep.json("cast2mqtt/living_room_tv/response")?["error"]?["code"] == .string("invalid_payload"))
     }
 
+    /// Home Assistant: a switch and a sensor appear with a keep and go with it. The switch's
+    /// template says ON/OFF while its payloads are on/off: without state_on/state_off it stayed
+    /// `unknown` (found by Tests/homeassistant/test_dashboard_keep.py on 2026.11.0).
+    @Test func aKeepHasASwitchAndASensorInDiscoveryWhileItExists() throws {
+        var h = idleTV()
+        let config = "homeassistant/device/cast2mqtt_\(tvID)/config"
+        let set = h.publish(command, dash)
+        let cmps = try #require(set.json(config)?["cmps"])
+        let keepSwitch = try #require(cmps["keep"])
+        #expect(keepSwitch["platform"] == .string("switch"))
+        #expect(keepSwitch["command_topic"] == .string(command))
+        #expect(keepSwitch["payload_on"] == .string("on") && keepSwitch["payload_off"] == .string("off"))
+        #expect(keepSwitch["state_on"] == .string("ON") && keepSwitch["state_off"] == .string("OFF"))
+        #expect(keepSwitch["state_topic"] == .string(keepTopic))
+        #expect(cmps["keep_state"]?["platform"] == .string("sensor"))
+        let cleared = h.publish(command, "")
+        #expect(cleared.json(config)?["cmps"]?["keep"] == nil, "gone with the keep")
+    }
+
     @Test(arguments: [
         #"{"app": "dashcast"}"#,
         #"{"app": "lovelace", "hass_url": "https://ha.example"}"#,
