@@ -88,3 +88,30 @@ class CastSim:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
+
+
+def one_device_sim(name, device_id, launch_latency_ms):
+    """cast-sim with one device, for a pytest fixture (`yield from`): stopped afterwards, and it
+    must have exited cleanly."""
+    sim = CastSim(["--device", f"{name}:0:{device_id}", "--launch-latency-ms", str(launch_latency_ms)])
+    sim.port = sim.devices[0]["port"]
+    try:
+        yield sim
+    finally:
+        sim.stop()
+    assert sim.proc.returncode == 0, f"cast-sim exited with {sim.proc.returncode}"
+
+
+def connected_cast(sim, device_id, model, name):
+    """pychromecast connected to the simulated device, for a pytest fixture (`yield from`)."""
+    import uuid
+
+    import pychromecast
+
+    cc = pychromecast.get_chromecast_from_host(
+        ("127.0.0.1", sim.port, uuid.UUID(device_id), model, name), tries=3, retry_wait=1, timeout=10)
+    try:
+        cc.wait(timeout=10)
+        yield cc
+    finally:
+        cc.disconnect(timeout=5)

@@ -4,12 +4,9 @@ Needs a built cast-sim: CAST_SIM=.build/debug/cast-sim python3 -m pytest -q Test
 Every wait is bounded; cast-sim is stopped by its PID in a fixture finalizer.
 """
 
-import uuid
-
-import pychromecast
 import pytest
 
-from castsim import CastSim, wait_for
+from castsim import connected_cast, one_device_sim, wait_for
 
 DEVICE_ID = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 DEVICE_NAME = "Interop TV"
@@ -18,24 +15,12 @@ MEDIA_URL = "http://127.0.0.1:9/sim/interop.mp4"
 
 @pytest.fixture
 def sim():
-    sim = CastSim(["--device", f"{DEVICE_NAME}:0:{DEVICE_ID}", "--launch-latency-ms", "300"])
-    sim.port = sim.devices[0]["port"]
-    try:
-        yield sim
-    finally:
-        sim.stop()
-    assert sim.proc.returncode == 0, f"cast-sim exited with {sim.proc.returncode}"
+    yield from one_device_sim(DEVICE_NAME, DEVICE_ID, 300)
 
 
 @pytest.fixture
 def cast(sim):
-    cc = pychromecast.get_chromecast_from_host(
-        ("127.0.0.1", sim.port, uuid.UUID(DEVICE_ID), "Chromecast", DEVICE_NAME), tries=3, retry_wait=1, timeout=10)
-    try:
-        cc.wait(timeout=10)
-        yield cc
-    finally:
-        cc.disconnect(timeout=5)
+    yield from connected_cast(sim, DEVICE_ID, "Chromecast", DEVICE_NAME)
 
 
 RECEIVER = "urn:x-cast:com.google.cast.receiver"

@@ -270,6 +270,15 @@ struct KeepJobs: Sendable {
         e.detail = detail
     }
 
+    /// The page shows (`fresh`: a page the keep just sent or launched): failures and their
+    /// backoff are over.
+    private static func shown(_ e: inout KeepEntry, now: Date, fresh: Bool = false) {
+        if fresh || e.state != .showing { e.shownAt = now }
+        e.failures = 0
+        e.backoffUntil = nil
+        set(&e, .showing, nil, now: now)
+    }
+
     private static func evaluate(_ e: inout KeepEntry, _ device: DeviceRecord, groupPlaying: Bool, now: Date, timeZone: TimeZone,
                                  requestTimeout: Double) -> [(CastOperationKind, KeepStep)] {
         guard device.online else {
@@ -382,10 +391,7 @@ struct KeepJobs: Sendable {
                 return [(op, .configure)]
             }
             // Same app: the page shows (DashCast does not say which URL it shows).
-            if e.state != .showing { e.shownAt = now }
-            e.failures = 0
-            e.backoffUntil = nil
-            set(&e, .showing, nil, now: now)
+            shown(&e, now: now)
             return []
         case .app:
             // Same app: it shows. A session the keep launched and could not configure gets its
@@ -394,10 +400,7 @@ struct KeepJobs: Sendable {
                 e.pending += 1
                 return [(op, .configure)]
             }
-            if e.state != .showing { e.shownAt = now }
-            e.failures = 0
-            e.backoffUntil = nil
-            set(&e, .showing, nil, now: now)
+            shown(&e, now: now)
             return []
         case .lovelace:
             if e.foreignSession == session {
@@ -406,10 +409,7 @@ struct KeepJobs: Sendable {
             }
             if e.connectedSession == session {
                 if e.viewSession == session {
-                    if e.state != .showing { e.shownAt = now }
-                    e.failures = 0
-                    e.backoffUntil = nil
-                    set(&e, .showing, nil, now: now)
+                    shown(&e, now: now)
                     return []
                 }
                 e.pending += 1
@@ -564,10 +564,7 @@ struct KeepJobs: Sendable {
             case .app:
                 e.configuredSession = e.session
                 if session != nil {
-                    e.shownAt = now
-                    e.failures = 0
-                    e.backoffUntil = nil
-                    Self.set(&e, .showing, nil, now: now)
+                    Self.shown(&e, now: now, fresh: true)
                 }
             case .lovelace:
                 e.connectSession = e.session
@@ -580,17 +577,11 @@ struct KeepJobs: Sendable {
         case (.configure, .success):
             if let s = device?.activeApp?.sessionId { e.configuredSession = s }
             if e.spec.receiver == .dashcast, e.configuredSession == e.session {
-                e.shownAt = now
-                e.failures = 0
-                e.backoffUntil = nil
-                Self.set(&e, .showing, nil, now: now)
+                Self.shown(&e, now: now, fresh: true)
             }
         case (.view, .success):
             e.viewSession = e.session
-            e.shownAt = now
-            e.failures = 0
-            e.backoffUntil = nil
-            Self.set(&e, .showing, nil, now: now)
+            Self.shown(&e, now: now, fresh: true)
         case (.configure, .failure(let error)), (.view, .failure(let error)), (.askStatus, .failure(let error)):
             Self.fail(&e, "launch_failed", error.message, now: now)
             logs.append("\(topic): keep could not talk to \(e.spec.summary): \(error.message)")
