@@ -65,7 +65,9 @@ struct DisplayTests {
 
     @Test("DashCast drops what comes before its page is ready")
     func dashCastNotReady() async throws {
-        try await withSimulator([testDevice("Hub", launch: .milliseconds(300))]) { sim in
+        // The page is ready a launch latency after the LAUNCH answer: 2 s leaves room for the
+        // early message on a busy machine (300 ms did not, once).
+        try await withSimulator([testDevice("Hub", launch: .seconds(2))]) { sim in
             let device = sim.devices[0]
             try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
                 let app = try await client.launch(SimulatedAppID.dashCast, requestId: 1)
@@ -197,14 +199,14 @@ struct DisplayTests {
                         return m.namespace == Self.hast && (type == "receiver_error" || type == "receiver_status")
                     }?.json
                 }
-                #expect(try await connect(Self.connect(url: "http://192.0.2.7:8123"))?["error_code"]?.intValue == 5)
+                #expect(try await connect(Self.connect(url: "http://127.0.0.1:9/ha"))?["error_code"]?.intValue == 5)
                 #expect(try await connect(#"{"type":"connect","refreshToken":"t","clientId":null}"#)?["error_code"]?.intValue == 4)
                 #expect(try await connect(#"{"type":"connect","hassUrl":"https://ha.example","clientId":null}"#)?["error_code"]?.intValue == 2)
                 #expect(await device.lovelaceState()?.connected == false)
                 #expect(try await connect(Self.connect(url: "http://localhost:8123"))?["connected"]?.boolValue == true)
                 await device.setLovelaceOptions(allowsHTTP: true)
-                let status = try await connect(Self.connect(url: "http://192.0.2.7:8123"))
-                #expect(status?["connected"]?.boolValue == true && status?["hassUrl"]?.stringValue == "http://192.0.2.7:8123")
+                let status = try await connect(Self.connect(url: "http://127.0.0.1:9/ha"))
+                #expect(status?["connected"]?.boolValue == true && status?["hassUrl"]?.stringValue == "http://127.0.0.1:9/ha")
                 #expect(await device.lovelaceState()?.connects == 5)
             }
         }

@@ -7,10 +7,8 @@ import Foundation
 extension BridgeCore {
     mutating func runCommand(_ command: DeviceCommand, deviceTopic: String, _ ctx: CommandContext, now: Date,
                              _ out: inout BridgeOutput) {
-        guard let id = registry.device(topic: deviceTopic), let device = registry[id] else {
-            respond(ctx, .failure(BridgeError(.unknownDevice, "no device has the topic name \"\(deviceTopic)\"; see \(topics.bridgeDevices)")), &out)
-            return
-        }
+        guard let device = knownDevice(deviceTopic, ctx, &out) else { return }
+        let id = device.id
         guard device.online else {
             respond(ctx, .failure(BridgeError(.deviceOffline, "\(device.topic) is offline; the command was not sent")), &out)
             return
@@ -34,6 +32,15 @@ extension BridgeCore {
             respond(ctx, .failure(BridgeError(.busy,
                 "\(device.topic) already has \(WorkScheduler.maxWaitingCommands) commands waiting; try again when they are answered")), &out)
         }
+    }
+
+    /// The device a command names, or nil after answering `unknown_device`.
+    func knownDevice(_ deviceTopic: String, _ ctx: CommandContext, _ out: inout BridgeOutput) -> DeviceRecord? {
+        guard let id = registry.device(topic: deviceTopic), let device = registry[id] else {
+            respond(ctx, .failure(BridgeError(.unknownDevice, "no device has the topic name \"\(deviceTopic)\"; see \(topics.bridgeDevices)")), &out)
+            return nil
+        }
+        return device
     }
 
     /// Where a command for a device goes: its group's session for the transport commands of a

@@ -8,10 +8,8 @@ extension BridgeCore {
     /// `<dev>/command/keep`: answered at once (it is no Cast request); works for an offline device.
     mutating func keepCommand(_ command: KeepCommand, deviceTopic: String, _ ctx: CommandContext, now: Date,
                               _ out: inout BridgeOutput) {
-        guard let id = registry.device(topic: deviceTopic), let device = registry[id] else {
-            respond(ctx, .failure(BridgeError(.unknownDevice, "no device has the topic name \"\(deviceTopic)\"; see \(topics.bridgeDevices)")), &out)
-            return
-        }
+        guard let device = knownDevice(deviceTopic, ctx, &out) else { return }
+        let id = device.id
         if device.descriptor.castType == .group {
             respond(ctx, .failure(BridgeError(.notSupported, "\(device.topic) is a speaker group; keep a page on a display")), &out)
             return
