@@ -155,7 +155,7 @@ extension BridgeCore {
         // Follow-up steps may queue more work for this device; each round removes one item and
         // a job adds at most one, so this ends.
         var rounds = 0
-        while let work = scheduler.popWaiting(id), rounds < 10_000 {
+        while rounds < 10_000, let work = scheduler.popWaiting(id) {
             rounds += 1
             switch work {
             case .command(_, let ctx):
