@@ -175,7 +175,7 @@ import Testing
 
     @Test func outsideTheWindowNothingLaunches() throws {
         var h = Harness()
-        h.core.keeps.timeZone = TimeZone(identifier: "UTC") ?? .current
+        h.core.keeps.calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
         h.online(status: receiver(app: backdrop), media: nil)
         h.now = t0.addingTimeInterval(StartupHold.minimumSeconds + 1)
         // t0 is 2027-01-15 08:00 UTC.

@@ -47,16 +47,11 @@ extension BridgeCore {
                 startOperation(id, kind, purpose: .keep(step), now: now, &out)
             }
         }
-        if let after = keeps.entry(id), Self.saved(after) != Self.saved(before) { out.keepsChanged = true }
+        if let after = keeps.entry(id), after.saved != before.saved { out.keepsChanged = true }
         if let after = keeps.entry(id), after.state != before.state || after.reason != before.reason {
             out.logs.append("\(device.topic): keep \(after.state.rawValue)" + (after.detail.map { ": \($0)" } ?? ""))
         }
         publishKeep(id, &out)
-    }
-
-    /// What of an entry `state_dir/keeps.json` holds changed.
-    private static func saved(_ e: KeepEntry) -> [String?] {
-        [String(e.launches), e.session, e.configuredSession, e.restore.map { "\($0.muted)" }, String(e.enabled)]
     }
 
     /// `<dev>/keep` (retained, change-only); cleared when the device has no keep.

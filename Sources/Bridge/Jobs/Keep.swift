@@ -83,6 +83,12 @@ struct KeepEntry: Sendable {
         self.since = now
     }
 
+    /// What `state_dir/keeps.json` holds of it.
+    var saved: KeepSnapshot.Entry {
+        KeepSnapshot.Entry(spec: spec, enabled: enabled, configured: configured, launches: launches, session: session,
+                           configuredSession: configuredSession, restore: restore)
+    }
+
     /// `<dev>/keep`.
     var document: JSONValue {
         .object(["state": .string(state.rawValue), "app": .string(spec.summary), "app_id": .string(spec.appId), "since": .time(since),
@@ -109,7 +115,8 @@ struct KeepJobs: Sendable {
     /// How long after a launch the page goes to a DashCast that never said it is ready.
     static let readyWait = 10.0
     let requestTimeout: Double
-    var timeZone: TimeZone
+    /// The bridge machine's local time, for `when` windows (made once: not per tick).
+    var calendar: Calendar
     private(set) var entries: [DeviceID: KeepEntry] = [:]
     /// Configured keeps by the name the configuration file used (id, friendly name or topic).
     private var configured: [String: KeepSpec] = [:]
@@ -119,7 +126,9 @@ struct KeepJobs: Sendable {
     init(requestTimeout: Double, configured: [String: KeepSpec] = [:], timeZone: TimeZone = .current) {
         self.requestTimeout = requestTimeout
         self.configured = configured
-        self.timeZone = timeZone
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        self.calendar = calendar
     }
 
     var isEmpty: Bool { entries.isEmpty }
@@ -127,10 +136,15 @@ struct KeepJobs: Sendable {
 
     // MARK: - Setting and restoring
 
+    /// The file's keep for a device, named by id, topic name or friendly name.
+    private func configuredSpec(_ device: DeviceRecord) -> KeepSpec? {
+        configured[device.id] ?? configured[device.topic] ?? configured[device.descriptor.friendlyName]
+    }
+
     /// A device became known: its configured keep, unless a command set or cleared one.
     mutating func deviceKnown(_ device: DeviceRecord, now: Date) -> Bool {
         guard entries[device.id] == nil, !clearedConfigured.contains(device.id),
-              let spec = configured[device.id] ?? configured[device.topic] ?? configured[device.descriptor.friendlyName]
+              let spec = configuredSpec(device)
         else { return false }
         entries[device.id] = KeepEntry(spec: spec, enabled: true, configured: true, now: now)
         return true
@@ -152,7 +166,7 @@ struct KeepJobs: Sendable {
     /// Applies the configured keeps to restored entries once the device's names are known.
     mutating func reconcileConfigured(_ device: DeviceRecord) {
         guard var e = entries[device.id], e.configured else { return }
-        let spec = configured[device.id] ?? configured[device.topic] ?? configured[device.descriptor.friendlyName]
+        let spec = configuredSpec(device)
         if let spec, spec != e.spec {
             e.spec = spec
             e.configuredSession = nil
@@ -163,12 +177,7 @@ struct KeepJobs: Sendable {
         }
     }
 
-    var snapshot: KeepSnapshot {
-        KeepSnapshot(devices: entries.mapValues {
-            KeepSnapshot.Entry(spec: $0.spec, enabled: $0.enabled, configured: $0.configured, launches: $0.launches,
-                               session: $0.session, configuredSession: $0.configuredSession, restore: $0.restore)
-        })
-    }
+    var snapshot: KeepSnapshot { KeepSnapshot(devices: entries.mapValues(\.saved)) }
 
     /// The command: the entry's new settings or switch; the response's data.
     mutating func command(_ command: KeepCommand, device: DeviceRecord, now: Date) -> Result<JSONValue, BridgeError> {
@@ -208,11 +217,8 @@ struct KeepJobs: Sendable {
             }
             entries[device.id] = e
         case .clear:
-            if let e = entries.removeValue(forKey: device.id), e.configured { clearedConfigured.insert(device.id) }
-            if entries[device.id] == nil, configured[device.id] != nil || configured[device.topic] != nil
-                || configured[device.descriptor.friendlyName] != nil {
-                clearedConfigured.insert(device.id)
-            }
+            entries.removeValue(forKey: device.id)
+            if configuredSpec(device) != nil { clearedConfigured.insert(device.id) }
             return .success(.object(["state": .string(KeepState.off.rawValue), "keep": .null]))
         }
         return .success(entries[device.id]?.document ?? .null)
@@ -241,24 +247,22 @@ struct KeepJobs: Sendable {
     mutating func evaluate(_ device: DeviceRecord, groupPlaying: Bool, now: Date) -> [(CastOperationKind, KeepStep)] {
         guard var e = entries[device.id] else { return [] }
         defer { entries[device.id] = e }
-        return Self.evaluate(&e, device, groupPlaying: groupPlaying, now: now, timeZone: timeZone, requestTimeout: requestTimeout)
+        return Self.evaluate(&e, device, groupPlaying: groupPlaying, now: now, calendar: calendar, requestTimeout: requestTimeout)
     }
 
     /// The devices whose keep has a deadline due (the tick evaluates them).
     func due(now: Date) -> [DeviceID] {
         entries.compactMap { id, e in
             guard e.enabled else { return nil }
-            let deadlines = [e.waitUntil, e.backoffUntil, e.connectDeadline, e.readyDeadline].compactMap { $0 }
-            if deadlines.contains(where: { $0 <= now }) { return id }
-            // The window's edges: an entry outside it checks every tick (a comparison).
-            if e.spec.window != nil, e.state == .outsideWindow || e.state == .showing || e.state == .yielding { return id }
-            return nil
+            for deadline in [e.waitUntil, e.backoffUntil, e.connectDeadline, e.readyDeadline] where deadline.map({ $0 <= now }) == true {
+                return id
+            }
+            // The window opening: an entry waiting outside it checks every tick (a comparison).
+            return e.state == .outsideWindow ? id : nil
         }.sorted()
     }
 
-    private static func minuteOfDay(_ now: Date, _ tz: TimeZone) -> Int {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = tz
+    private static func minuteOfDay(_ now: Date, _ calendar: Calendar) -> Int {
         let c = calendar.dateComponents([.hour, .minute], from: now)
         return (c.hour ?? 0) * 60 + (c.minute ?? 0)
     }
@@ -270,6 +274,15 @@ struct KeepJobs: Sendable {
         e.detail = detail
     }
 
+    /// Someone else has the display: nothing to do until the idle screen is back.
+    private static func yield(_ e: inout KeepEntry, _ reason: String, _ detail: String, now: Date) -> [(CastOperationKind, KeepStep)] {
+        e.sawOther = true
+        e.freshLink = false
+        e.waitUntil = nil
+        set(&e, .yielding, reason, detail, now: now)
+        return []
+    }
+
     /// The page shows (`fresh`: a page the keep just sent or launched): failures and their
     /// backoff are over.
     private static func shown(_ e: inout KeepEntry, now: Date, fresh: Bool = false) {
@@ -279,7 +292,7 @@ struct KeepJobs: Sendable {
         set(&e, .showing, nil, now: now)
     }
 
-    private static func evaluate(_ e: inout KeepEntry, _ device: DeviceRecord, groupPlaying: Bool, now: Date, timeZone: TimeZone,
+    private static func evaluate(_ e: inout KeepEntry, _ device: DeviceRecord, groupPlaying: Bool, now: Date, calendar: Calendar,
                                  requestTimeout: Double) -> [(CastOperationKind, KeepStep)] {
         guard device.online else {
             set(&e, e.enabled ? .offline : .off, e.enabled ? "device_offline" : "switched_off", now: now)
@@ -291,9 +304,11 @@ struct KeepJobs: Sendable {
         // A silent launch's mute goes back as soon as the app shows, the launch failed, or the
         // display is back: never left muted.
         if let restore = e.restore, !e.restoring, ours || e.pending == 0 {
-            e.restoring = true
-            e.pending += 1
-            if receiver.volume?.muted == restore.muted { e.restoring = false; e.pending -= 1; e.restore = nil } else {
+            if receiver.volume?.muted == restore.muted {
+                e.restore = nil  // already as it was
+            } else {
+                e.restoring = true
+                e.pending += 1
                 return [(.setMuted(restore.muted), .restore)]
             }
         }
@@ -308,41 +323,27 @@ struct KeepJobs: Sendable {
         if let app, ours {
             return showing(&e, app, now: now, requestTimeout: requestTimeout)
         }
-        let wasShowing = e.state == .showing || (e.state == .launching && e.session != nil)
         e.session = nil
+        // Someone else's: another app, a group that plays, or (on the idle screen) a Chromecast
+        // whose TV is off (standby), where a launch would switch the TV on over HDMI-CEC. The
+        // page comes `yield_seconds` after the idle screen is back.
         if let app {
-            e.sawOther = true
-            e.freshLink = false
-            e.waitUntil = nil
-            set(&e, .yielding, "app_showing", "\(app.displayName ?? app.appId) is showing", now: now)
-            return []
+            return yield(&e, "app_showing", "\(app.displayName ?? app.appId) is showing", now: now)
         }
         if groupPlaying {
-            e.sawOther = true
-            e.freshLink = false
-            e.waitUntil = nil
-            set(&e, .yielding, "group_playing", "a speaker group the display is in is playing", now: now)
-            return []
+            return yield(&e, "group_playing", "a speaker group the display is in is playing", now: now)
         }
-        // The idle screen (or nothing). A Chromecast whose TV is off says so (standby): a launch
-        // would switch the TV on over HDMI-CEC, so the keep waits for someone to switch it on.
         if receiver.isStandBy == true {
-            e.sawOther = true
-            e.freshLink = false
-            e.waitUntil = nil
-            set(&e, .yielding, "standby", "the TV is off (standby); the page comes back when it is switched on", now: now)
+            return yield(&e, "standby", "the TV is off (standby); the page comes back when it is switched on", now: now)
+        }
+        // Our page went away while the display stayed connected: smart displays close a page
+        // without media after about ten minutes whatever it does (docs/displays.md), so it comes
+        // back at once. Soon after it showed, that counts as a failure (no loop).
+        if e.state == .showing, let shown = e.shownAt, now.timeIntervalSince(shown) < shortLived {
+            fail(&e, "page_closed", "the page closed \(Int(now.timeIntervalSince(shown))) s after it showed", now: now)
             return []
         }
-        if wasShowing {
-            // Our page went away while the display stayed connected: smart displays close a
-            // page without media after about ten minutes whatever it does (docs/displays.md), so
-            // it comes back at once. Soon after it showed, that counts as a failure (no loop).
-            if e.state == .showing, let shown = e.shownAt, now.timeIntervalSince(shown) < shortLived {
-                fail(&e, "page_closed", "the page closed \(Int(now.timeIntervalSince(shown))) s after it showed", now: now)
-                return []
-            }
-        }
-        if let window = e.spec.window, !window.contains(minute: minuteOfDay(now, timeZone)) {
+        if let window = e.spec.window, !window.contains(minute: minuteOfDay(now, calendar)) {
             set(&e, .outsideWindow, "outside_window",
                 "keeps from \(KeepWindow.format(window.from)) to \(KeepWindow.format(window.to))", now: now)
             e.waitUntil = nil
@@ -413,7 +414,7 @@ struct KeepJobs: Sendable {
                     return []
                 }
                 e.pending += 1
-                return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelaceMessage(e.spec, "show_lovelace_view")),
+                return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelacePayload(e.spec, "show_lovelace_view")),
                                appId: nil, awaitReply: false), .view)]
             }
             if let deadline = e.connectDeadline, e.connectSession == session || e.connectSession == nil {
@@ -430,7 +431,7 @@ struct KeepJobs: Sendable {
                 e.connectSession = session
                 e.pending += 1
                 set(&e, .launching, "checking", "asking the Lovelace receiver what it shows", now: now)
-                return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelaceMessage(e.spec, "get_status")),
+                return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelacePayload(e.spec, "get_status")),
                                appId: nil, awaitReply: false), .askStatus)]
             }
             if let until = e.backoffUntil, until > now {
@@ -443,7 +444,7 @@ struct KeepJobs: Sendable {
             e.connectDeadline = now.addingTimeInterval(requestTimeout * 3)
             e.pending += 1
             set(&e, .launching, nil, now: now)
-            return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelaceMessage(e.spec, "connect")),
+            return [(.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelacePayload(e.spec, "connect")),
                            appId: nil, awaitReply: false), .launch)]
         }
     }
@@ -471,7 +472,7 @@ struct KeepJobs: Sendable {
             e.statusSession = "launch"
             e.connectSession = nil
             e.connectDeadline = now.addingTimeInterval(requestTimeout * 4)
-            ops.append((.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelaceMessage(e.spec, "connect")),
+            ops.append((.send(namespace: KeepReceiver.lovelaceNamespace, payload: .string(lovelacePayload(e.spec, "connect")),
                               appId: e.spec.appId, awaitReply: false), .launch))
         case .dashcast:
             e.launchedSession = nil
@@ -499,7 +500,7 @@ struct KeepJobs: Sendable {
         case .dashcast:
             guard let url = spec.url else { return nil }
             let message: JSONValue = .object(["url": .string(url), "force": .bool(spec.force), "reload": .bool(spec.reloadSeconds > 0),
-                                              "reload_time": .int(Int(spec.reloadSeconds * 1000))])
+                                              "reload_time": .int(Int(jsonNumber: (min(max(spec.reloadSeconds, 0), 86_400) * 1000).rounded()) ?? 0)])
             return .send(namespace: KeepReceiver.dashcastNamespace, payload: .string(JSONOutput.text(message)), appId: appId, awaitReply: false)
         case .app:
             guard let m = spec.messages.first else { return nil }
@@ -510,7 +511,7 @@ struct KeepJobs: Sendable {
     }
 
     /// The Lovelace receiver's messages (pychromecast's and Home Assistant's frontend's shapes).
-    static func lovelaceMessage(_ spec: KeepSpec, _ type: String) -> String {
+    static func lovelacePayload(_ spec: KeepSpec, _ type: String) -> String {
         var o: [String: JSONValue] = ["type": .string(type), "hassUrl": .str(spec.hassURL)]
         if let uuid = spec.hassUUID { o["hassUUID"] = .string(uuid) }
         switch type {
