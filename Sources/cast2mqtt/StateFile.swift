@@ -29,15 +29,7 @@ struct StateFile<Snapshot: DeviceTableSnapshot> {
         self.logger = logger
     }
 
-    func load() -> Snapshot? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        do {
-            return try JSONDecoder().decode(Snapshot.self, from: data)
-        } catch {
-            logger.warning("ignoring unreadable \(what)", metadata: ["path": "\(path)", "error": "\(error)"])
-            return nil
-        }
-    }
+    func load() -> Snapshot? { loadStateJSON(Snapshot.self, path: path, what: what, logger: logger) }
 
     func save(_ snapshot: Snapshot) {
         do {
@@ -152,15 +144,7 @@ struct KeepFile {
         self.logger = logger
     }
 
-    func load() -> KeepSnapshot? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        do {
-            return try JSONDecoder().decode(KeepSnapshot.self, from: data)
-        } catch {
-            logger.warning("ignoring unreadable keep file", metadata: ["path": "\(path)", "error": "\(error)"])
-            return nil
-        }
-    }
+    func load() -> KeepSnapshot? { loadStateJSON(KeepSnapshot.self, path: path, what: "keep file", logger: logger) }
 
     func save(_ snapshot: KeepSnapshot) {
         do {
@@ -175,9 +159,11 @@ struct KeepFile {
             // An existing file of another mode is made owner-only too.
             fchmod(fd, 0o600)
             let written = data.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
                 var offset = 0
                 while offset < raw.count {
-                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    let n = write(fd, base + offset, raw.count - offset)
+                    if n < 0, errno == EINTR { continue }
                     if n <= 0 { return -1 }
                     offset += n
                 }
@@ -190,5 +176,17 @@ struct KeepFile {
         } catch {
             logger.warning("cannot write the keep file", metadata: ["path": "\(path)", "error": "\(error)"])
         }
+    }
+}
+
+/// A state file's JSON, or nil when there is none; one that does not decode is logged and ignored
+/// (the bridge starts without it).
+func loadStateJSON<T: Decodable>(_ type: T.Type, path: String, what: String, logger: Logger) -> T? {
+    guard let data = FileManager.default.contents(atPath: path) else { return nil }
+    do {
+        return try JSONDecoder().decode(T.self, from: data)
+    } catch {
+        logger.warning("ignoring unreadable \(what)", metadata: ["path": "\(path)", "error": "\(error)"])
+        return nil
     }
 }

@@ -12,6 +12,12 @@ import TestSupport
 /// timeouts, and apps started and stopped by someone else (docs/simulator.md, "Display receivers").
 @Suite("Display receivers")
 struct DisplayTests {
+    /// Sends a fault action (JSON text) to the device through the control API's router; its HTTP status.
+    static func faults(_ sim: CastSimulator, _ device: SimulatedDevice) -> (String) async throws -> HTTPResponseStatus {
+        let router = ControlRouter(simulator: sim)
+        return { json in await router.fault(device, try CastJSON.decode(JSONValue.self, from: json)).status }
+    }
+
     static let hast = SimulatedAppID.lovelaceNamespace
     static let dash = SimulatedAppID.dashCastNamespace
 
@@ -216,10 +222,7 @@ struct DisplayTests {
     func lovelaceFailures() async throws {
         try await withSimulator([testDevice("Hub")]) { sim in
             let device = sim.devices[0]
-            let router = ControlRouter(simulator: sim)
-            func fault(_ json: String) async throws -> HTTPResponseStatus {
-                await router.fault(device, try CastJSON.decode(JSONValue.self, from: json)).status
-            }
+            let fault = Self.faults(sim, device)
             try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
                 let transport = try await launchLovelace(client)
                 func answer(_ json: String) async throws -> JSONValue? {
@@ -377,10 +380,7 @@ struct DisplayTests {
     func remoteLaunchAndStop() async throws {
         try await withSimulator([testDevice("Hub")]) { sim in
             let device = sim.devices[0]
-            let router = ControlRouter(simulator: sim)
-            func fault(_ json: String) async throws -> HTTPResponseStatus {
-                await router.fault(device, try CastJSON.decode(JSONValue.self, from: json)).status
-            }
+            let fault = Self.faults(sim, device)
             try await withClosing(try await TestCastClient.connect(port: device.port, group: testGroup), close: { await $0.close() }) { client in
                 let transport = try await launchLovelace(client)
                 #expect(try await fault(#"{"action":"remote_launch","app_id":"0F5096E8"}"#) == .conflict)

@@ -129,3 +129,35 @@ async def refused_expires_then_sent_again(hass: HomeAssistant, mqtt_mock, task: 
     assert "expires" not in second
     answer(hass, mqtt_mock)
     await task
+
+
+async def setup_with_platform_registration(hass: HomeAssistant, monkeypatch: pytest.MonkeyPatch,
+                                           registered: dict[str, dict[str, object]] | None = None) -> None:
+    """Sets the integration up as newer Home Assistant does, which registers the entity services of
+    an integration's platform itself (`service.async_register_platform_entity_service`; the
+    tested releases may not have it): a stand-in resolves the targets among the platform's
+    entities the way Core does. `registered` collects each action's entity domain and
+    `supports_response`. Then a playing bridge."""
+    from homeassistant.core import HassJob, ServiceCall, ServiceResponse, SupportsResponse
+    from homeassistant.helpers import config_validation as cv, service
+    from homeassistant.helpers.entity_platform import DATA_DOMAIN_PLATFORM_ENTITIES
+
+    def register(hass: HomeAssistant, service_domain: str, service_name: str, *, entity_domain: str,
+                 func: object, schema: dict[object, object],
+                 supports_response: SupportsResponse = SupportsResponse.NONE) -> None:
+        if registered is not None:
+            registered[service_name] = {"entity_domain": entity_domain, "supports_response": supports_response}
+
+        async def handle(call: ServiceCall) -> ServiceResponse:
+            entities = hass.data[DATA_DOMAIN_PLATFORM_ENTITIES][(entity_domain, service_domain)]
+            return await service.entity_service_call(hass, entities, HassJob(func), call)  # type: ignore[arg-type]
+
+        hass.services.async_register(service_domain, service_name, handle, cv.make_entity_service_schema(schema),
+                                     supports_response)
+
+    monkeypatch.setattr(service, "async_register_platform_entity_service", register, raising=False)
+    entry = make_entry()
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    publish_bridge(hass, state="playing", media=PLAYING)
+    await hass.async_block_till_done()

@@ -135,7 +135,7 @@ async def test_the_internal_https_url_when_there_is_no_external_one(hass: HomeAs
 
 
 async def test_without_an_https_url_the_action_says_so(hass: HomeAssistant, mqtt_mock, loaded) -> None:
-    await hass.config.async_update(internal_url="http://192.168.1.5:8123", external_url="http://ha.example.com")
+    await hass.config.async_update(internal_url="http://127.0.0.1:8123", external_url="http://ha.example.com")
     with pytest.raises(ServiceValidationError) as raised:
         await hass.services.async_call("cast2mqtt", "show_lovelace_view",
                                        {"entity_id": TV, "view_path": "a", "keep": True}, blocking=True)
@@ -229,28 +229,9 @@ async def test_the_admin_check_where_the_platform_registration_has_none(
         hass: HomeAssistant, mqtt_mock, monkeypatch: pytest.MonkeyPatch, hass_owner_user) -> None:
     """A release whose platform entity service registration takes no `admin_only`: the action
     checks itself. (The owner exists first: Home Assistant makes the first user its owner.)"""
-    from homeassistant.core import HassJob, ServiceCall, ServiceResponse, SupportsResponse
-    from homeassistant.helpers import config_validation as cv, service
-    from homeassistant.helpers.entity_platform import DATA_DOMAIN_PLATFORM_ENTITIES
+    from conftest import setup_with_platform_registration
 
-    from conftest import PLAYING, publish_bridge
-
-    def register(hass: HomeAssistant, service_domain: str, service_name: str, *, entity_domain: str,
-                 func: object, schema: dict[object, object],
-                 supports_response: SupportsResponse = SupportsResponse.NONE) -> None:
-        async def handle(call: ServiceCall) -> ServiceResponse:
-            entities = hass.data[DATA_DOMAIN_PLATFORM_ENTITIES][(entity_domain, service_domain)]
-            return await service.entity_service_call(hass, entities, HassJob(func), call)  # type: ignore[arg-type]
-
-        hass.services.async_register(service_domain, service_name, handle, cv.make_entity_service_schema(schema),
-                                     supports_response)
-
-    monkeypatch.setattr(service, "async_register_platform_entity_service", register, raising=False)
-    entry = make_entry()
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    publish_bridge(hass, state="playing", media=PLAYING)
-    await hass.async_block_till_done()
+    await setup_with_platform_registration(hass, monkeypatch)
     user = await hass.auth.async_create_user("Someone", group_ids=[GROUP_ID_USER])
     assert not user.is_admin
     with pytest.raises(Unauthorized):

@@ -111,32 +111,12 @@ async def test_the_platform_entity_service_api_is_used_where_it_exists(
     """Newer Home Assistant registers entity services of an integration's platform itself
     (`service.async_register_platform_entity_service`; neither tested release has it): a stand-in
     that resolves targets among the platform's entities the way Core does is handed our actions."""
-    from homeassistant.core import HassJob, ServiceCall, ServiceResponse, SupportsResponse
-    from homeassistant.helpers import config_validation as cv, service
-    from homeassistant.helpers.entity_platform import DATA_DOMAIN_PLATFORM_ENTITIES
+    from homeassistant.core import SupportsResponse
 
-    from conftest import make_entry, publish_bridge, PLAYING
+    from conftest import setup_with_platform_registration
 
     registered: dict[str, dict[str, object]] = {}
-
-    def register(hass: HomeAssistant, service_domain: str, service_name: str, *, entity_domain: str,
-                 func: object, schema: dict[object, object],
-                 supports_response: SupportsResponse = SupportsResponse.NONE) -> None:
-        registered[service_name] = {"entity_domain": entity_domain, "supports_response": supports_response}
-
-        async def handle(call: ServiceCall) -> ServiceResponse:
-            entities = hass.data[DATA_DOMAIN_PLATFORM_ENTITIES][(entity_domain, service_domain)]
-            return await service.entity_service_call(hass, entities, HassJob(func), call)  # type: ignore[arg-type]
-
-        hass.services.async_register(service_domain, service_name, handle, cv.make_entity_service_schema(schema),
-                                     supports_response)
-
-    monkeypatch.setattr(service, "async_register_platform_entity_service", register, raising=False)
-    entry = make_entry()
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    publish_bridge(hass, state="playing", media=PLAYING)
-    await hass.async_block_till_done()
+    await setup_with_platform_registration(hass, monkeypatch, registered)
     assert set(registered) == {"transfer", "set_playback_rate", "launch", "send_message", "show_lovelace_view"}
     assert {r["entity_domain"] for r in registered.values()} == {"media_player"}
     assert registered["transfer"]["supports_response"] == SupportsResponse.OPTIONAL
