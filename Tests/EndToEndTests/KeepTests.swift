@@ -76,7 +76,7 @@ struct EndToEndKeepTests {
             #expect(waiting?["state"]?.stringValue == "yielding")
             #expect(await keep(h, state("showing")) != nil)
             #expect(launches(device, SimulatedAppID.dashCast) == 2)
-            #expect(await device.dashCastState()?.url == Self.page)
+            #expect(await waitUntil { await device.dashCastState()?.url == Self.page })
         }
     }
 
@@ -113,7 +113,7 @@ struct EndToEndKeepTests {
             try await device.restart()
             #expect(await keep(h) { $0["state"]?.stringValue == "showing" && ($0["launches"]?.intValue ?? 0) == 2 } != nil)
             #expect(launches(device, SimulatedAppID.dashCast) == 2)
-            #expect(await device.dashCastState()?.url == Self.page)
+            #expect(await waitUntil { await device.dashCastState()?.url == Self.page })
         }
     }
 
@@ -146,6 +146,9 @@ struct EndToEndKeepTests {
                 """)
             #expect(r.status == "ok", "\(r)")
             #expect(await keep(h, state("showing")) != nil, "log:\n\(h.log)")
+            // The keep shows once show_lovelace_view is written; the receiver takes it a reply
+            // latency later (under CI load that was after the keep's topic arrived, once).
+            _ = await waitUntil { await device.lovelaceState()?.lovelacePath == .string("kitchen") }
             let lovelace = try #require(await device.lovelaceState())
             #expect(lovelace.connected && lovelace.lovelacePath == .string("kitchen") && lovelace.urlPath == .string("lovelace-displays"))
             #expect(lovelace.connects == 1 && lovelace.clientId == nil)
